@@ -1,0 +1,50 @@
+"""Shared data shapes: what a verifier says, what a task looks like on the wire.
+
+These are the types every part (servers, agent, trainer, TUI) exchanges, so they live in the kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+
+class Check(BaseModel):
+    """One named assertion a verifier made, with what it saw."""
+
+    name: str
+    passed: bool
+    detail: str = ""
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+
+class Verdict(BaseModel):
+    """A verifier's judgement of one episode: pass/fail, a score in [0, 1], and the evidence."""
+
+    passed: bool
+    score: float = Field(ge=0.0, le=1.0)
+    checks: list[Check] = Field(default_factory=list)
+    evidence: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolCall(BaseModel):
+    """A tool name and its arguments: one step of a reference solution or of a trajectory."""
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class TaskInfo(BaseModel):
+    """What a client may know about a task before playing it (never the verifier)."""
+
+    id: str
+    instruction: str
+    split: Literal["train", "test"] = "train"
+    difficulty: Literal["easy", "medium", "hard"] = "easy"
+    kind: Literal["answer", "state", "refusal"] = "state"
+    solution: list[ToolCall] = Field(default_factory=list)
+    answer: str | None = None
+    rubric: list[str] = Field(default_factory=list)

@@ -1,0 +1,95 @@
+"""The episode-control extension: its id, request methods, and their param/result shapes.
+
+The control plane rides on MCP as an extension (SEP-2133) so that clients which do not know it see a
+plain MCP server, while the agent and trainer can start, verify and close isolated episodes. Per-request
+episode identity travels in `_meta` under `EPISODE_META_KEY`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+
+from mcpworld.models import TaskInfo, Verdict
+
+EXTENSION_ID = "io.mcpworld/episode"
+EPISODE_META_KEY = "io.mcpworld/episode"
+
+METHOD_START = "io.mcpworld/episode/start"
+METHOD_VERIFY = "io.mcpworld/episode/verify"
+METHOD_CLOSE = "io.mcpworld/episode/close"
+METHOD_TASKS = "io.mcpworld/episode/tasks"
+METHOD_STATE = "io.mcpworld/episode/state"
+
+
+class StartParams(types.RequestParams):
+    task: str | None = None
+    seed: int = 0
+
+
+class StartResult(types.Result):
+    episode: str
+    task: str | None = None
+    instruction: str = ""
+    expires_in_s: float
+
+
+class EpisodeParams(types.RequestParams):
+    episode: str
+
+
+class VerifyParams(EpisodeParams):
+    answer: str | None = None
+
+
+class VerifyResult(types.Result):
+    episode: str
+    task: str | None = None
+    verdict: Verdict
+
+
+class CloseResult(types.Result):
+    episode: str
+    closed: bool
+
+
+class TasksParams(types.RequestParams):
+    split: str | None = None
+
+
+class TasksResult(types.Result):
+    world: str
+    tasks: list[TaskInfo]
+
+
+class StateParams(EpisodeParams):
+    table: str | None = None
+    limit: int = 100
+
+
+class StateResult(types.Result):
+    episode: str
+    tables: dict[str, int]
+    rows: list[dict[str, Any]] = []
+    diff: dict[str, Any] = {}
+
+
+def _request(method: str, params_type: type[types.RequestParams]) -> type[types.Request[Any, str]]:
+    return type(
+        f"{params_type.__name__}Request",
+        (types.Request[params_type, str],),  # type: ignore[valid-type]
+        {"__annotations__": {"method": str}, "method": method},
+    )
+
+
+StartRequest = _request(METHOD_START, StartParams)
+VerifyRequest = _request(METHOD_VERIFY, VerifyParams)
+CloseRequest = _request(METHOD_CLOSE, EpisodeParams)
+TasksRequest = _request(METHOD_TASKS, TasksParams)
+StateRequest = _request(METHOD_STATE, StateParams)
+
+
+def episode_meta(episode: str) -> dict[str, Any]:
+    """The `_meta` a client attaches to tools/call so the server routes it to `episode`."""
+    return {EPISODE_META_KEY: episode}

@@ -1,0 +1,1 @@
+"""Worlds shipped with mcpworld. Each subdirectory is a world package."""

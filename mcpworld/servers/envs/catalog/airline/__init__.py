@@ -1,0 +1,23 @@
+"""Airline desk: bookings, changes, cancellations, bags and compensation, with fare rules to respect."""
+
+from mcpworld.servers.envs.world import World
+
+from .data import NOW, seed
+from .models import Base
+from .tasks import TASKS
+from .tools import TOOLS
+
+world = World(
+    name="airline",
+    title="Airline desk",
+    description="An airline customer desk: search, book, change and cancel flights under fare rules.",
+    scenario="You are an airline's customer service agent. Customers ask to book, change or cancel flights, "
+             "add bags, upgrade and be compensated. Follow the fare rules the tools enforce; refuse politely "
+             "and say why when a request breaks them.",
+    base=Base,
+    seed=seed,
+    tools=TOOLS,
+    tasks=TASKS,
+    tags=["travel", "booking", "refunds"],
+    clock=NOW,
+)

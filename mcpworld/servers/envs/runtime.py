@@ -1,0 +1,285 @@
+"""A loaded world at run time: seeded templates, per-episode forks, tool calls in transactions, verification.
+
+Each world's seeded database is built once in memory and serialized; an episode is a fresh in-memory
+SQLite connection deserialized from those bytes (tens of microseconds), never a process or a file.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+import sqlite3
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from sqlalchemy import Engine, create_engine
+from sqlalchemy.pool import StaticPool
+from sqlmodel import Session
+
+from mcpworld.models import Check, TaskInfo, Verdict
+from mcpworld.servers.envs.diff import Row, StateDiff, TableDiff, diff_rows, row_key
+from mcpworld.servers.envs.tools import ArgumentError, ToolSpec, build_tool, to_jsonable
+from mcpworld.servers.envs.world import Outcome, Task, ToolError, World
+
+_WRITE_ACTIONS = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE}
+
+
+def _engine_for(conn: sqlite3.Connection) -> Engine:
+    return create_engine("sqlite://", creator=lambda: conn, poolclass=StaticPool)
+
+
+class UnknownTask(KeyError):
+    def __str__(self) -> str:
+        return f"unknown task {self.args[0]!r}"
+
+
+@dataclass
+class Template:
+    """Serialized database bytes for one starting state, plus its rows (read once, for diffs)."""
+
+    data: bytes
+    _rows: dict[str, dict[str, Row]] | None = None
+
+
+@dataclass
+class Episode:
+    """One isolated run: a private in-memory database, its seed and clock, and which tables it wrote."""
+
+    id: str
+    task: Task | None
+    seed: int
+    template: Template
+    conn: sqlite3.Connection
+    engine: Engine
+    rng: random.Random
+    dirty: set[str] = field(default_factory=set)
+    created: float = field(default_factory=time.monotonic)
+    last_used: float = field(default_factory=time.monotonic)
+    calls: int = 0
+
+    def close(self) -> None:
+        self.engine.dispose()
+        self.conn.close()
+
+
+@dataclass
+class CallResult:
+    """A tool call's outcome: a JSON value, or an error message (and the transaction rolled back)."""
+
+    value: Any = None
+    error: str | None = None
+
+
+class WorldRuntime:
+    """Everything the server needs about one world, computed once when the world is loaded."""
+
+    def __init__(self, world: World):
+        self.world = world
+        self.tools: dict[str, ToolSpec] = {}
+        for fn in world.tools:
+            spec = build_tool(fn)
+            if spec.name in self.tools:
+                raise ValueError(f"world {world.name}: duplicate tool name {spec.name!r}")
+            self.tools[spec.name] = spec
+        self.tasks: dict[str, Task] = {}
+        for task in world.tasks:
+            if task.id in self.tasks:
+                raise ValueError(f"world {world.name}: duplicate task id {task.id!r}")
+            self.tasks[task.id] = task
+        self.metadata = world.base.metadata
+        self.primary_keys: dict[str, tuple[str, ...]] = {
+            name: tuple(c.name for c in table.primary_key.columns) for name, table in self.metadata.tables.items()
+        }
+        self._templates: dict[str | None, Template] = {}
+
+    # -- templates -------------------------------------------------------------------------------------
+
+    def _session(self, engine: Engine, rng: random.Random) -> Session:
+        session = Session(engine, expire_on_commit=False)
+        session.info["now"] = self.world.clock
+        session.info["rng"] = rng
+        return session
+
+    def template(self, task: Task | None) -> Template:
+        """The starting state for `task` (the seeded world, plus the task's setup), built once."""
+        key = task.id if task is not None and task.setup is not None else None
+        if key in self._templates:
+            return self._templates[key]
+        if key is None:
+            conn = sqlite3.connect(":memory:", check_same_thread=False)
+            engine = _engine_for(conn)
+            self.metadata.create_all(engine)
+            with self._session(engine, random.Random(0)) as db:
+                self.world.seed(db)
+                db.commit()
+        else:
+            base = self.template(None)
+            conn = self._fork_conn(base.data)
+            engine = _engine_for(conn)
+            with self._session(engine, random.Random(0)) as db:
+                task.setup(db)  # type: ignore[union-attr]
+                db.commit()
+        made = Template(conn.serialize())
+        engine.dispose()
+        conn.close()
+        self._templates[key] = made
+        return made
+
+    @staticmethod
+    def _fork_conn(data: bytes) -> sqlite3.Connection:
+        conn = sqlite3.connect(":memory:", check_same_thread=False)
+        conn.deserialize(data)
+        return conn
+
+    # -- episodes --------------------------------------------------------------------------------------
+
+    def fork(self, task_id: str | None = None, seed: int = 0) -> Episode:
+        """A new isolated episode for `task_id` (or the plain seeded world when None)."""
+        task = None
+        if task_id is not None:
+            task = self.tasks.get(task_id)
+            if task is None:
+                raise UnknownTask(task_id)
+        template = self.template(task)
+        conn = self._fork_conn(template.data)
+        episode = Episode(
+            id="e-" + secrets.token_hex(8),
+            task=task,
+            seed=seed,
+            template=template,
+            conn=conn,
+            engine=_engine_for(conn),
+            rng=random.Random(seed),
+        )
+        dirty = episode.dirty
+
+        def authorize(action: int, table: str | None, *_: Any) -> int:
+            if action in _WRITE_ACTIONS and table:
+                dirty.add(table)
+            return sqlite3.SQLITE_OK
+
+        conn.set_authorizer(authorize)
+        return episode
+
+    def call(self, episode: Episode, name: str, arguments: dict[str, Any] | None) -> CallResult:
+        """Run one tool in its own transaction: any error rolls back and comes back as a message."""
+        spec = self.tools.get(name)
+        if spec is None:
+            return CallResult(error=f"unknown tool {name!r}; available: {', '.join(sorted(self.tools))}")
+        try:
+            kwargs = spec.parse(arguments)
+        except ArgumentError as exc:
+            return CallResult(error=str(exc))
+        episode.last_used = time.monotonic()
+        episode.calls += 1
+        with self._session(episode.engine, episode.rng) as db:
+            try:
+                value = to_jsonable(spec.fn(db, **kwargs))
+                db.commit()
+            except ToolError as exc:
+                db.rollback()
+                return CallResult(error=str(exc))
+            except Exception as exc:  # a bug in the tool or a constraint the data broke
+                db.rollback()
+                return CallResult(error=f"{name} failed: {type(exc).__name__}: {_first_line(exc)}")
+        return CallResult(value=value)
+
+    # -- state and verification ------------------------------------------------------------------------
+
+    def _rows(self, conn: sqlite3.Connection, table: str) -> dict[str, Row]:
+        pk = self.primary_keys[table]
+        cur = conn.execute(f'SELECT * FROM "{table}"')
+        cols = [d[0] for d in cur.description]
+        return {row_key(r, pk): r for r in (dict(zip(cols, values)) for values in cur)}
+
+    def initial_rows(self, template: Template) -> dict[str, dict[str, Row]]:
+        if template._rows is None:
+            conn = self._fork_conn(template.data)
+            template._rows = {t: self._rows(conn, t) for t in self.metadata.tables}
+            conn.close()
+        return template._rows
+
+    def diff(self, episode: Episode) -> StateDiff:
+        """Row-level changes since the episode started (only tables it wrote are scanned)."""
+        before = self.initial_rows(episode.template)
+        tables = {t: TableDiff() for t in self.metadata.tables}
+        for table in episode.dirty & tables.keys():
+            tables[table] = diff_rows(before[table], self._rows(episode.conn, table))
+        return StateDiff(tables)
+
+    def verify(self, episode: Episode, answer: str | None) -> Verdict:
+        """Judge the episode with its task's verifier; a raising verifier fails with its error as evidence."""
+        if episode.task is None:
+            raise UnknownTask("(none: this episode was started without a task)")
+        diff = self.diff(episode)
+        initial: list[Session] = []
+
+        def open_initial() -> Session:
+            if not initial:
+                conn = self._fork_conn(episode.template.data)
+                initial.append(self._session(_engine_for(conn), random.Random(episode.seed)))
+            return initial[0]
+
+        with self._session(episode.engine, episode.rng) as final:
+            outcome = Outcome(diff=diff, answer=answer, _initial=open_initial, final=final)
+            try:
+                raw = episode.task.verify(outcome)
+                verdict = normalize_verdict(raw)
+            except Exception as exc:
+                verdict = Verdict(passed=False, score=0.0, checks=[
+                    Check(name="verifier ran", passed=False, detail=f"{type(exc).__name__}: {_first_line(exc)}")
+                ])
+            final.rollback()
+        for s in initial:
+            s.close()
+        verdict.evidence.setdefault("diff", to_jsonable(diff.summary()))
+        verdict.evidence.setdefault("answer", answer)
+        return verdict
+
+    def table_counts(self, episode: Episode) -> dict[str, int]:
+        return {t: episode.conn.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in self.metadata.tables}
+
+    def table_rows(self, episode: Episode, table: str, limit: int = 100) -> list[Row]:
+        if table not in self.metadata.tables:
+            raise KeyError(f"unknown table {table!r}; tables: {', '.join(sorted(self.metadata.tables))}")
+        cur = episode.conn.execute(f'SELECT * FROM "{table}" LIMIT ?', (max(0, limit),))
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r)) for r in cur]
+
+    @cached_property
+    def schema_sql(self) -> str:
+        conn = self._fork_conn(self.template(None).data)
+        ddl = [r[0] + ";" for r in conn.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY name")]
+        conn.close()
+        return "\n\n".join(ddl)
+
+    def task_info(self, task: Task) -> TaskInfo:
+        return TaskInfo(
+            id=task.id, instruction=task.instruction, split=task.split, difficulty=task.difficulty,
+            kind=task.kind, solution=task.solution, answer=task.answer, rubric=task.rubric,
+        )
+
+    @property
+    def table_names(self) -> list[str]:
+        return sorted(self.metadata.tables)
+
+
+def normalize_verdict(raw: bool | Check | Verdict | Iterable[bool | Check]) -> Verdict:
+    """Accept the shapes verifiers return (bool, Check, Verdict, list of those) and make one Verdict."""
+    if isinstance(raw, Verdict):
+        return raw
+    if isinstance(raw, (bool, Check)):
+        raw = [raw]
+    checks = [c if isinstance(c, Check) else Check(name=f"check {i + 1}", passed=bool(c)) for i, c in enumerate(raw)]
+    if not checks:
+        return Verdict(passed=False, score=0.0, checks=[Check(name="verifier returned checks", passed=False)])
+    passed = sum(c.passed for c in checks)
+    return Verdict(passed=passed == len(checks), score=passed / len(checks), checks=checks)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:500] if text else ""

@@ -1,0 +1,182 @@
+"""The world authoring API: state models, tools, tasks and verifiers.
+
+A world is data + tools + tasks, nothing more. Authors write SQLModel tables, typed tool functions whose
+first argument is the episode's `Session`, and `Task`s whose `verify` judges the state left behind.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import NaiveDatetime
+from sqlalchemy.orm import registry as sa_registry
+from sqlmodel import Session, SQLModel
+
+from mcpworld.models import Check, ToolCall, Verdict
+
+if TYPE_CHECKING:
+    from mcpworld.servers.envs.diff import StateDiff
+
+__all__ = [
+    "Check",
+    "Outcome",
+    "Session",
+    "Task",
+    "Timestamp",
+    "ToolError",
+    "Verdict",
+    "World",
+    "call",
+    "new_id",
+    "not_found",
+    "now",
+    "tool",
+    "world_base",
+]
+
+
+Timestamp = NaiveDatetime
+"""The type for date-times in world models: naive, in the world's own clock (no time zones to confuse)."""
+
+
+def world_base() -> type[SQLModel]:
+    """A fresh SQLModel base with its own metadata, so two worlds may both have a `user` table."""
+    return type("WorldBase", (SQLModel,), {}, registry=sa_registry())  # type: ignore[call-arg]
+
+
+class ToolError(Exception):
+    """A business rule refused the call. The message goes back to the agent; the transaction rolls back."""
+
+
+def not_found(kind: str, key: Any) -> ToolError:
+    """The error for a missing record, worded the same way in every world."""
+    return ToolError(f"{kind} {key!r} not found")
+
+
+@dataclass(frozen=True)
+class ToolMeta:
+    """What the `tool` decorator records about a function."""
+
+    name: str
+    writes: bool
+    destructive: bool
+    idempotent: bool
+    title: str | None = None
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    writes: bool = False,
+    destructive: bool | None = None,
+    idempotent: bool | None = None,
+    name: str | None = None,
+    title: str | None = None,
+) -> Any:
+    """Mark a function as a world tool.
+
+    `writes=False` advertises readOnlyHint; a writing tool is destructive unless said otherwise (the MCP
+    default), and idempotent only when declared.
+    """
+
+    def mark(f: Callable[..., Any]) -> Callable[..., Any]:
+        f.__mcpworld_tool__ = ToolMeta(  # type: ignore[attr-defined]
+            name=name or f.__name__,
+            writes=writes,
+            destructive=writes if destructive is None else destructive,
+            idempotent=(not writes) if idempotent is None else idempotent,
+            title=title,
+        )
+        return f
+
+    return mark(fn) if fn is not None else mark
+
+
+def now(db: Session) -> datetime:
+    """The episode's clock: fixed per world, so the same task and seed always behave the same."""
+    return db.info["now"]
+
+
+def new_id(db: Session, prefix: str = "", length: int = 6) -> str:
+    """A fresh id drawn from the episode's seeded generator (deterministic, unlike uuid4)."""
+    rng: random.Random = db.info["rng"]
+    alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+    return prefix + "".join(rng.choice(alphabet) for _ in range(length))
+
+
+def call(name: str, **arguments: Any) -> ToolCall:
+    """One step of a reference solution."""
+    return ToolCall(name=name, arguments=arguments)
+
+
+@dataclass
+class Outcome:
+    """What a verifier sees: the states before and after, their row-level diff, and the final answer."""
+
+    diff: StateDiff
+    answer: str | None
+    _initial: Callable[[], Session]
+    final: Session
+
+    @property
+    def initial(self) -> Session:
+        """The episode's starting state (opened on first use: most verifiers only need the diff)."""
+        return self._initial()
+
+    def answer_mentions(self, *values: Any) -> Check:
+        """The final answer names every value (case-insensitive; numbers compared as written)."""
+        text = (self.answer or "").lower().replace(",", "")
+        missing = [str(v) for v in values if str(v).lower().replace(",", "") not in text]
+        return Check(
+            name=f"answer mentions {', '.join(map(str, values))}",
+            passed=not missing,
+            detail=f"missing: {', '.join(missing)}" if missing else "",
+        )
+
+    def answer_mentions_any(self, *values: str) -> Check:
+        """The final answer contains at least one of `values` (for refusals worded in several ways)."""
+        text = (self.answer or "").lower()
+        hit = next((v for v in values if v.lower() in text), None)
+        return Check(name=f"answer mentions one of {', '.join(values)}", passed=hit is not None,
+                     detail=f"found {hit!r}" if hit else "none found")
+
+
+Verifier = Callable[[Outcome], "bool | Check | Verdict | Iterable[bool | Check]"]
+
+
+@dataclass
+class Task:
+    """A task: an instruction, how to check it, and a reference solution that passes the check."""
+
+    id: str
+    instruction: str
+    verify: Verifier
+    solution: list[ToolCall] = field(default_factory=list)
+    answer: str | None = None
+    kind: Literal["answer", "state", "refusal"] = "state"
+    setup: Callable[[Session], None] | None = None
+    rubric: list[str] = field(default_factory=list)
+    split: Literal["train", "test"] = "train"
+    difficulty: Literal["easy", "medium", "hard"] = "easy"
+
+
+@dataclass
+class World:
+    """A world package's single export: metadata, state models, seed, tools and tasks."""
+
+    name: str
+    title: str
+    description: str
+    scenario: str
+    base: type[SQLModel]
+    seed: Callable[[Session], None]
+    tools: list[Callable[..., Any]]
+    tasks: list[Task]
+    version: str = "1.0.0"
+    tags: list[str] = field(default_factory=list)
+    clock: datetime = datetime(2026, 6, 1, 12, 0, 0)
+    source: str = ""
