@@ -93,3 +93,35 @@ StateRequest = _request(METHOD_STATE, StateParams)
 def episode_meta(episode: str) -> dict[str, Any]:
     """The `_meta` a client attaches to tools/call so the server routes it to `episode`."""
     return {EPISODE_META_KEY: episode}
+
+
+class EpisodeControl:
+    """Client side of the extension: start, play, verify and close episodes over any `mcp.Client`."""
+
+    def __init__(self, client: Any, timeout_s: float | None = None):
+        self.client = client
+        self.timeout_s = timeout_s
+
+    async def _send(self, request: Any, result_type: type[types.Result]) -> Any:
+        return await self.client.session.send_request(request, result_type, self.timeout_s)
+
+    async def start(self, task: str | None = None, seed: int = 0) -> StartResult:
+        return await self._send(StartRequest(params=StartParams(task=task, seed=seed)), StartResult)
+
+    async def verify(self, episode: str, answer: str | None = None) -> VerifyResult:
+        return await self._send(VerifyRequest(params=VerifyParams(episode=episode, answer=answer)), VerifyResult)
+
+    async def close(self, episode: str) -> CloseResult:
+        return await self._send(CloseRequest(params=EpisodeParams(episode=episode)), CloseResult)
+
+    async def tasks(self, split: str | None = None) -> TasksResult:
+        return await self._send(TasksRequest(params=TasksParams(split=split)), TasksResult)
+
+    async def state(self, episode: str, table: str | None = None, limit: int = 100) -> StateResult:
+        return await self._send(StateRequest(params=StateParams(episode=episode, table=table, limit=limit)),
+                                StateResult)
+
+    async def call(self, episode: str, name: str, arguments: dict[str, Any] | None = None) -> types.CallToolResult:
+        """A tools/call routed to `episode`."""
+        return await self.client.call_tool(name, arguments or {}, read_timeout_seconds=self.timeout_s,
+                                           meta=episode_meta(episode))

@@ -1,0 +1,167 @@
+"""`mcpworld world ...` and `mcpworld serve ...`: inspect, validate and serve worlds."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from mcpworld.servers.envs.episodes import EpisodeLimits
+from mcpworld.servers.envs.loader import WorldLoadError, discover, load_world
+
+episode_options = [
+    click.option("--ttl", default=1800.0, show_default=True, help="Seconds an idle episode lives before eviction."),
+    click.option("--max-episodes", default=4096, show_default=True, help="Cap on live episodes per world."),
+    click.option("--interactive", is_flag=True,
+                 help="Add start_task/check_task tools so a person in an MCP client can play tasks."),
+]
+
+
+def with_episode_options(fn):  # type: ignore[no-untyped-def]
+    for option in reversed(episode_options):
+        fn = option(fn)
+    return fn
+
+
+@click.group("world")
+def world_group() -> None:
+    """Inspect and validate world packages."""
+
+
+@world_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+def world_list(as_json: bool) -> None:
+    """List installed worlds with their tool and task counts.
+
+    \b
+    Example:
+      mcpworld world list
+      mcpworld world list --json | jq '.[].name'
+    """
+    rows = []
+    for ref in discover():
+        try:
+            w = load_world(ref.path)
+        except WorldLoadError as exc:
+            rows.append({"name": ref.name, "path": str(ref.path), "error": str(exc)})
+            continue
+        rows.append({"name": w.name, "title": w.title, "version": w.version, "tools": len(w.tools),
+                     "tasks": len(w.tasks), "tags": w.tags, "path": str(ref.path)})
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("name", "title", "tools", "tasks", "tags")
+    for r in rows:
+        if "error" in r:
+            table.add_row(r["name"], f"[red]load error: {r['error']}[/red]", "-", "-", "")
+        else:
+            table.add_row(r["name"], r["title"], str(r["tools"]), str(r["tasks"]), ", ".join(r["tags"]))
+    Console().print(table)
+
+
+@world_group.command("validate")
+@click.argument("paths", nargs=-1, required=True)
+def world_validate(paths: tuple[str, ...]) -> None:
+    """Check world packages: imports, tool schemas, seed constraints, and every task's reference solution
+    (it must pass its verifier, and a no-op episode must fail it).
+
+    Exits 1 when any problem is found, printing FILE: FIELD: PROBLEM for each.
+
+    \b
+    Example:
+      mcpworld world validate mcpworld/servers/envs/catalog/airline
+      mcpworld world validate airline shop     # installed world names work too
+    """
+    from mcpworld.servers.envs.loader import resolve
+    from mcpworld.servers.envs.validate import validate
+
+    bad = 0
+    for p in paths:
+        try:
+            target = resolve(p)
+        except WorldLoadError as exc:
+            click.echo(f"{p}: {exc}", err=True)
+            bad += 1
+            continue
+        world, problems = validate(target)
+        for problem in problems:
+            click.echo(str(problem), err=True)
+        bad += len(problems)
+        if not problems and world is not None:
+            click.echo(f"ok  {world.name}: {len(world.tools)} tools, {len(world.tasks)} tasks")
+    if bad:
+        click.echo(f"{bad} problem(s) found", err=True)
+        sys.exit(1)
+
+
+@click.group("serve")
+def serve_group() -> None:
+    """Serve worlds as MCP servers (stdio or Streamable HTTP)."""
+
+
+@serve_group.command("world")
+@click.argument("name")
+@click.option("--stdio", is_flag=True, help="Speak MCP on stdin/stdout (what Claude Desktop launches).")
+@click.option("--port", type=int, default=None, help="Serve this one world over HTTP on this port instead.")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@with_episode_options
+def serve_world(name: str, stdio: bool, port: int | None, host: str, ttl: float, max_episodes: int,
+                interactive: bool) -> None:
+    """Serve one world (a catalog name or a package path).
+
+    \b
+    Examples:
+      mcpworld serve world airline --stdio --interactive
+      mcpworld serve world ./my_world --port 8765
+    """
+    from mcpworld.servers.envs.host import build_servers, serve_stdio
+
+    if stdio == (port is not None):
+        raise click.UsageError("choose exactly one of --stdio or --port")
+    try:
+        servers = build_servers([name], EpisodeLimits(ttl, max_episodes), interactive)
+    except WorldLoadError as exc:
+        raise click.ClickException(str(exc)) from None
+    if stdio:
+        serve_stdio(servers[0])
+    else:
+        _run_http(servers, host, port)  # type: ignore[arg-type]
+
+
+@serve_group.command("worlds")
+@click.option("--port", type=int, default=8765, show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Interface to bind. Anything but localhost exposes the worlds to your network.")
+@click.option("--only", multiple=True, help="Serve only these worlds (repeatable). Default: every installed world.")
+@with_episode_options
+def serve_worlds(port: int, host: str, only: tuple[str, ...], ttl: float, max_episodes: int,
+                 interactive: bool) -> None:
+    """Serve every installed world over Streamable HTTP, each at /worlds/<name>/mcp.
+
+    \b
+    Example:
+      mcpworld serve worlds --port 8765
+      curl http://127.0.0.1:8765/worlds          # the index
+    """
+    from mcpworld.servers.envs.host import build_servers
+
+    names = list(only) or [r.name for r in discover()]
+    try:
+        servers = build_servers(names, EpisodeLimits(ttl, max_episodes), interactive)
+    except WorldLoadError as exc:
+        raise click.ClickException(str(exc)) from None
+    _run_http(servers, host, port)
+
+
+def _run_http(servers, host: str, port: int) -> None:  # type: ignore[no-untyped-def]
+    import uvicorn
+
+    from mcpworld.servers.envs.host import world_path, worlds_app
+
+    for s in servers:
+        click.echo(f"{s.runtime.world.name:12} http://{host}:{port}{world_path(s.runtime.world.name)}", err=True)
+    uvicorn.run(worlds_app(servers, host=host), host=host, port=port, log_level="warning")

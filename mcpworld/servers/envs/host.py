@@ -1,0 +1,75 @@
+"""Run worlds: one world over stdio, or every world over Streamable HTTP at /worlds/<name>/mcp."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import anyio
+from mcp.server.stdio import stdio_server
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Mount, Route
+
+from mcpworld.servers.envs.episodes import EpisodeLimits
+from mcpworld.servers.envs.loader import load_world, resolve
+from mcpworld.servers.envs.runtime import WorldRuntime
+from mcpworld.servers.envs.server import WorldServer
+
+
+def load_runtime(name_or_path: str) -> WorldRuntime:
+    """A world by catalog name or package path, loaded and with its seeded template built."""
+    runtime = WorldRuntime(load_world(resolve(name_or_path)))
+    runtime.template(None)
+    return runtime
+
+
+def serve_stdio(server: WorldServer) -> None:
+    """Serve one world on this process's stdin/stdout until the client hangs up."""
+
+    async def main() -> None:
+        async with stdio_server() as (read, write):
+            await server.server.run(read, write, server.server.create_initialization_options())
+
+    anyio.run(main)
+
+
+def world_path(name: str) -> str:
+    return f"/worlds/{name}/mcp"
+
+
+def worlds_app(servers: Sequence[WorldServer], host: str = "127.0.0.1") -> Starlette:
+    """One ASGI app hosting every world; GET /worlds lists them. DNS-rebinding protection is on for localhost."""
+    by_name = {s.runtime.world.name: s for s in servers}
+    mounts = [
+        Mount(f"/worlds/{name}", app=s.server.streamable_http_app(streamable_http_path="/mcp", host=host))
+        for name, s in by_name.items()
+    ]
+
+    async def index(request: Request) -> JSONResponse:
+        base = str(request.base_url).rstrip("/")
+        return JSONResponse({"worlds": [
+            {"name": name, "url": base + world_path(name), "title": s.runtime.world.title,
+             "tools": len(s.runtime.tools), "tasks": len(s.runtime.tasks), "live_episodes": len(s.episodes)}
+            for name, s in by_name.items()
+        ]})
+
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok", "worlds": len(by_name)})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            for s in by_name.values():
+                await stack.enter_async_context(s.server.session_manager.run())
+            yield
+            for s in by_name.values():
+                s.episodes.close_all()
+
+    return Starlette(routes=[Route("/worlds", index), Route("/healthz", health), *mounts], lifespan=lifespan)
+
+
+def build_servers(names: Sequence[str], limits: EpisodeLimits, interactive: bool = False) -> list[WorldServer]:
+    return [WorldServer(load_runtime(n), limits, interactive=interactive) for n in names]
