@@ -151,7 +151,7 @@ def serve_worlds(port: int, host: str, only: tuple[str, ...], ttl: float, max_ep
 
     names = list(only) or [r.name for r in discover()]
     try:
-        servers = build_servers(names, EpisodeLimits(ttl, max_episodes), interactive)
+        servers = build_servers(names, EpisodeLimits(ttl, max_episodes), interactive, skip_broken=not only)
     except WorldLoadError as exc:
         raise click.ClickException(str(exc)) from None
     _run_http(servers, host, port)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import logging
+import sys
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -17,6 +19,8 @@ from mcpworld.servers.envs.episodes import EpisodeLimits
 from mcpworld.servers.envs.loader import load_world, resolve
 from mcpworld.servers.envs.runtime import WorldRuntime
 from mcpworld.servers.envs.server import WorldServer
+
+logger = logging.getLogger(__name__)
 
 
 def load_runtime(name_or_path: str) -> WorldRuntime:
@@ -40,13 +44,9 @@ def world_path(name: str) -> str:
     return f"/worlds/{name}/mcp"
 
 
-def worlds_app(servers: Sequence[WorldServer], host: str = "127.0.0.1") -> Starlette:
-    """One ASGI app hosting every world; GET /worlds lists them. DNS-rebinding protection is on for localhost."""
+def world_routes(servers: Sequence[WorldServer], host: str = "127.0.0.1") -> list[Route | Mount]:
+    """Routes for an ASGI app hosting `servers`: each at /worlds/<name>/mcp, plus a GET /worlds index."""
     by_name = {s.runtime.world.name: s for s in servers}
-    mounts = [
-        Mount(f"/worlds/{name}", app=s.server.streamable_http_app(streamable_http_path="/mcp", host=host))
-        for name, s in by_name.items()
-    ]
 
     async def index(request: Request) -> JSONResponse:
         base = str(request.base_url).rstrip("/")
@@ -56,20 +56,50 @@ def worlds_app(servers: Sequence[WorldServer], host: str = "127.0.0.1") -> Starl
             for name, s in by_name.items()
         ]})
 
+    mounts = [
+        Mount(f"/worlds/{name}", app=s.server.streamable_http_app(streamable_http_path="/mcp", host=host))
+        for name, s in by_name.items()
+    ]
+    return [Route("/worlds", index), *mounts]
+
+
+@contextlib.asynccontextmanager
+async def running(servers: Sequence[WorldServer]) -> AsyncIterator[None]:
+    """Run the HTTP session managers of mounted worlds (sub-app lifespans do not run by themselves)."""
+    async with contextlib.AsyncExitStack() as stack:
+        for s in servers:
+            await stack.enter_async_context(s.server.session_manager.run())
+        try:
+            yield
+        finally:
+            for s in servers:
+                s.episodes.close_all()
+
+
+def worlds_app(servers: Sequence[WorldServer], host: str = "127.0.0.1") -> Starlette:
+    """One ASGI app hosting every world. DNS-rebinding protection (Host and Origin checks) is on for localhost."""
+
     async def health(request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok", "worlds": len(by_name)})
+        return JSONResponse({"status": "ok", "worlds": len(servers)})
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
-        async with contextlib.AsyncExitStack() as stack:
-            for s in by_name.values():
-                await stack.enter_async_context(s.server.session_manager.run())
+        async with running(servers):
             yield
-            for s in by_name.values():
-                s.episodes.close_all()
 
-    return Starlette(routes=[Route("/worlds", index), Route("/healthz", health), *mounts], lifespan=lifespan)
+    return Starlette(routes=[Route("/healthz", health), *world_routes(servers, host)], lifespan=lifespan)
 
 
-def build_servers(names: Sequence[str], limits: EpisodeLimits, interactive: bool = False) -> list[WorldServer]:
-    return [WorldServer(load_runtime(n), limits, interactive=interactive) for n in names]
+def build_servers(names: Sequence[str], limits: EpisodeLimits, interactive: bool = False,
+                  skip_broken: bool = False) -> list[WorldServer]:
+    """WorldServers for `names`; with `skip_broken`, a world that fails to load is reported and left out."""
+    out = []
+    for name in names:
+        try:
+            out.append(WorldServer(load_runtime(name), limits, interactive=interactive))
+        except Exception as exc:
+            if not skip_broken:
+                raise
+            logger.warning("skipping world %s: %s", name, exc)
+            print(f"warning: skipping world {name}: {exc}", file=sys.stderr)
+    return out

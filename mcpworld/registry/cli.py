@@ -1,0 +1,221 @@
+"""`mcpworld registry ...` and `mcpworld up`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import anyio
+import click
+import httpx
+
+from mcpworld.registry.connect import registry_url
+
+registry_option = click.option("--registry", "registry", default=None,
+                               help="Registry base URL (default: $MCPWORLD_REGISTRY or http://127.0.0.1:8765).")
+
+
+def _get(registry: str | None, path: str, **params: object) -> dict:
+    base = registry or registry_url()
+    try:
+        response = httpx.get(base + path, params={k: v for k, v in params.items() if v is not None}, timeout=30)
+    except httpx.HTTPError as exc:
+        raise click.ClickException(f"registry at {base} is unreachable ({type(exc).__name__}): is `mcpworld up` "
+                                   "running? Or pass --registry") from None
+    if response.status_code >= 400:
+        raise click.ClickException(f"{response.status_code}: {response.json().get('detail', response.text)}")
+    return response.json()
+
+
+def all_records(registry: str | None, search: str | None = None, kind: str | None = None) -> list[dict]:
+    out, cursor = [], None
+    while True:
+        page = _get(registry, "/v0/servers", search=search, kind=kind, cursor=cursor, version="latest", limit=100)
+        out += [r["server"] for r in page["servers"]]
+        cursor = page["metadata"].get("nextCursor")
+        if not cursor:
+            return out
+
+
+@click.group("registry")
+def registry_group() -> None:
+    """Query and manage the registry of MCP servers."""
+
+
+@registry_group.command("list")
+@registry_option
+@click.option("--search", default=None, help="Substring of name, description or tag.")
+@click.option("--kind", type=click.Choice(["world", "swe", "world-model", "external"]), default=None)
+@click.option("--json", "as_json", is_flag=True)
+def registry_list(registry: str | None, search: str | None, kind: str | None, as_json: bool) -> None:
+    """List registered servers with kind, health and counts.
+
+    \b
+    Example:
+      mcpworld registry list --kind world
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    from mcpworld.registry.records import mcpworld_meta
+
+    records = all_records(registry, search, kind)
+    if as_json:
+        click.echo(json.dumps(records, indent=2))
+        return
+    table = Table("name", "kind", "health", "tools", "tasks", "url")
+    for doc in records:
+        meta = mcpworld_meta(doc)
+        health = meta.get("health") or {}
+        status = health.get("status", "unknown")
+        color = {"up": "green", "down": "red"}.get(status, "yellow")
+        table.add_row(doc["name"], meta.get("kind", "external"), f"[{color}]{status}[/{color}]",
+                      str(meta.get("tools", "")), str(meta.get("tasks", "")),
+                      ", ".join(r["url"] for r in doc.get("remotes") or []))
+    Console().print(table)
+
+
+@registry_group.command("check")
+@registry_option
+@click.argument("names", nargs=-1)
+@click.option("--token", envvar="MCPWORLD_REGISTRY_TOKEN", default=None, help="Registry token (writes need it).")
+def registry_check(registry: str | None, names: tuple[str, ...], token: str | None) -> None:
+    """Health-check servers now: connect, list tools, record status and latency.
+
+    \b
+    Example:
+      mcpworld registry check                  # every server
+      mcpworld registry check io.mcpworld/airline
+    """
+    from mcpworld.up import registry_token
+
+    token = token or registry_token(None)[0]
+    base = registry or registry_url()
+    try:
+        response = httpx.post(f"{base}/v0/health/check", json=list(names) or None,
+                              headers={"Authorization": f"Bearer {token}"}, timeout=120)
+    except httpx.HTTPError as exc:
+        raise click.ClickException(f"registry at {base} is unreachable: {exc}") from None
+    if response.status_code >= 400:
+        raise click.ClickException(f"{response.status_code}: {response.json().get('detail')}")
+    down = 0
+    for r in response.json()["results"]:
+        down += r["status"] != "up"
+        detail = f"{r['latency_ms']} ms, {r['tools']} tools" if r["status"] == "up" else r["error"]
+        click.echo(f"{r['status']:<5} {r['name']}  {detail}")
+    sys.exit(1 if down else 0)
+
+
+@registry_group.command("publish")
+@registry_option
+@click.argument("server_json", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--token", envvar="MCPWORLD_REGISTRY_TOKEN", default=None)
+def registry_publish(registry: str | None, server_json: Path, token: str | None) -> None:
+    """Publish a server.json file (e.g. an external MCP server you want agents to find)."""
+    from mcpworld.up import registry_token
+
+    token = token or registry_token(None)[0]
+    try:
+        doc = json.loads(server_json.read_text())
+    except ValueError as exc:
+        raise click.ClickException(f"{server_json}: not JSON: {exc}") from None
+    base = registry or registry_url()
+    response = httpx.post(f"{base}/v0/publish", json=doc, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    if response.status_code == 422:
+        for e in response.json()["errors"]:
+            click.echo(f"{server_json}: {e['path']}: {e['message']}", err=True)
+        sys.exit(1)
+    if response.status_code >= 400:
+        raise click.ClickException(f"{response.status_code}: {response.json().get('detail')}")
+    click.echo(f"published {doc['name']} {doc['version']}")
+
+
+@registry_group.command("export")
+@registry_option
+@click.option("--format", "fmt", type=click.Choice(["claude-desktop", "claude-code", "vscode", "cursor"]),
+              required=True)
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+              help="Write here (default: stdout). Existing entries of other servers in the file are kept.")
+@click.argument("names", nargs=-1)
+def registry_export(registry: str | None, fmt: str, output: Path | None, names: tuple[str, ...]) -> None:
+    """Write an MCP client config naming the registered servers (all, or NAMES).
+
+    \b
+    Examples:
+      mcpworld registry export --format claude-code -o .mcp.json
+      mcpworld registry export --format vscode -o .vscode/mcp.json airline shop
+    """
+    from mcpworld.registry.connect import full_name
+    from mcpworld.registry.export import export
+
+    docs = all_records(registry)
+    if names:
+        wanted = {full_name(n) for n in names}
+        missing = wanted - {d["name"] for d in docs}
+        if missing:
+            raise click.ClickException(f"not registered: {', '.join(sorted(missing))}")
+        docs = [d for d in docs if d["name"] in wanted]
+    config = export(docs, fmt)  # type: ignore[arg-type]
+    if output is None:
+        click.echo(json.dumps(config, indent=2))
+        return
+    if output.exists():
+        try:
+            existing = json.loads(output.read_text())
+        except ValueError as exc:
+            raise click.ClickException(f"{output} exists but is not JSON ({exc}); fix or remove it first") from None
+        key = "servers" if fmt == "vscode" else "mcpServers"
+        existing.setdefault(key, {}).update(config[key])
+        config = {**config, **existing}
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(config, indent=2) + "\n")
+    click.echo(f"wrote {len(docs)} server(s) to {output}")
+
+
+@click.command("up")
+@click.option("--port", type=int, default=8765, show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Interface to bind. Keep localhost unless you know you want the network to reach it.")
+@click.option("--db", default=None, envvar="MCPWORLD_REGISTRY_DB",
+              help="Registry store as an SQLAlchemy URL (default: SQLite in $MCPWORLD_HOME).")
+@click.option("--token", default=None, envvar="MCPWORLD_REGISTRY_TOKEN",
+              help="Bearer token for registry writes (default: generated once and saved).")
+@click.option("--only", multiple=True, help="Serve only these worlds (repeatable).")
+@click.option("--health-interval", default=60.0, show_default=True, help="Seconds between health checks.")
+@click.option("--max-episodes", default=4096, show_default=True, help="Cap on live episodes per world.")
+def up_command(port: int, host: str, db: str | None, token: str | None, only: tuple[str, ...],
+               health_interval: float, max_episodes: int) -> None:
+    """Start everything: the registry, every installed world over HTTP, registered and health-checked.
+
+    One port serves it all: /v0 (registry REST), /registry/mcp (registry as an MCP server),
+    /worlds/<name>/mcp (each world). Prints the URLs, the registry token and a Claude Desktop snippet.
+    Ctrl-C stops everything.
+
+    \b
+    Example:
+      mcpworld up
+      mcpworld registry list          # in another terminal
+    """
+    import uvicorn
+
+    from mcpworld.registry.store import RegistryStore
+    from mcpworld.servers.envs.episodes import EpisodeLimits
+    from mcpworld.servers.envs.host import build_servers
+    from mcpworld.servers.envs.loader import discover
+    from mcpworld.up import AlreadyRunning, Stack, acquire, banner, build_app, registry_token, release
+
+    secret, is_new = registry_token(token)
+    names = list(only) or [r.name for r in discover()]
+    stack = Stack(host=host, port=port, store=RegistryStore(db), token=secret,
+                  worlds=build_servers(names, EpisodeLimits(max_episodes=max_episodes), skip_broken=not only),
+                  health_interval_s=health_interval)
+    try:
+        acquire(stack)
+    except AlreadyRunning as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        click.echo(banner(stack, is_new))
+        uvicorn.run(build_app(stack), host=host, port=port, log_level="warning")
+    finally:
+        release()

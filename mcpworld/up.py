@@ -1,0 +1,177 @@
+"""`mcpworld up`: the registry, every world over HTTP, registered and health-checked, on one port.
+
+Composition only: each part (registry API, registry MCP server, world host) is built by its own module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import secrets
+import socket
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from fastapi import FastAPI
+from starlette.routing import Mount
+
+from mcpworld.paths import home
+from mcpworld.registry.api import create_app
+from mcpworld.registry.export import export
+from mcpworld.registry.health import check_all
+from mcpworld.registry.mcp_server import registry_mcp_server
+from mcpworld.registry.records import local_record
+from mcpworld.registry.store import RegistryStore
+from mcpworld.servers.envs.host import running, world_path, world_routes
+from mcpworld.servers.envs.server import WorldServer
+
+logger = logging.getLogger(__name__)
+
+
+class AlreadyRunning(RuntimeError):
+    pass
+
+
+@dataclass
+class Stack:
+    """What `up` serves: where, with which token, and which world servers."""
+
+    host: str
+    port: int
+    store: RegistryStore
+    token: str
+    worlds: list[WorldServer]
+    health_interval_s: float = 60.0
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+def registry_token(given: str | None) -> tuple[str, bool]:
+    """The write token: given, from MCPWORLD_REGISTRY_TOKEN, saved from an earlier run, or new (saved 0600)."""
+    token = given or os.environ.get("MCPWORLD_REGISTRY_TOKEN")
+    if token:
+        return token, False
+    path = home() / "registry.token"
+    if path.is_file():
+        return path.read_text().strip(), False
+    token = secrets.token_urlsafe(24)
+    path.write_text(token)
+    path.chmod(0o600)
+    return token, True
+
+
+def world_records(stack: Stack) -> list[dict[str, Any]]:
+    records = []
+    for s in stack.worlds:
+        w = s.runtime.world
+        records.append(local_record(
+            w.name, w.description, "world", title=w.title, version=w.version,
+            url=stack.base_url + world_path(w.name), stdio_args=["serve", "world", w.name, "--stdio"],
+            facts={"tags": w.tags, "tools": len(s.runtime.tools), "tasks": len(s.runtime.tasks)},
+        ))
+    return records
+
+
+def build_app(stack: Stack) -> FastAPI:
+    registry_mcp = registry_mcp_server(stack.store)
+    registry_mcp_app = registry_mcp.streamable_http_app(streamable_http_path="/mcp", host=stack.host)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        stack.records = world_records(stack)
+        for record in stack.records:
+            stack.store.publish(record, replace=True)
+        async with running(stack.worlds), registry_mcp.session_manager.run(), anyio.create_task_group() as tg:
+            tg.start_soon(_health_loop, stack)
+            yield
+            tg.cancel_scope.cancel()
+
+    app = create_app(stack.store, stack.token, lifespan=lifespan)
+    for route in world_routes(stack.worlds, stack.host):
+        app.router.routes.append(route)
+    app.router.routes.append(Mount("/registry", app=registry_mcp_app))
+
+    @app.get("/healthz", include_in_schema=False)
+    def healthz() -> dict[str, Any]:
+        return {"status": "ok", "worlds": len(stack.worlds), "servers": stack.store.count()}
+
+    return app
+
+
+async def _health_loop(stack: Stack) -> None:
+    await anyio.sleep(0.5)  # let the server start accepting connections first
+    names = [r["name"] for r in stack.records]
+    while True:
+        try:
+            await check_all(stack.store, names)
+        except Exception:  # a check must never take `up` down
+            logger.exception("health check failed")
+        await anyio.sleep(stack.health_interval_s)
+
+
+# -- one `up` at a time ------------------------------------------------------------------------------------
+
+def lock_path() -> Path:
+    return home() / "up.json"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def acquire(stack: Stack) -> None:
+    """Refuse to start beside another `up` (same MCPWORLD_HOME) or on a port something else holds."""
+    path = lock_path()
+    if path.is_file():
+        try:
+            other = json.loads(path.read_text())
+        except ValueError:
+            other = {}
+        if other.get("pid") and _alive(int(other["pid"])) and other["pid"] != os.getpid():
+            raise AlreadyRunning(
+                f"mcpworld up is already running (pid {other['pid']}) at {other.get('url')}; use it, or stop it "
+                f"with Ctrl-C in its terminal (or `kill {other['pid']}`)"
+            )
+    with socket.socket() as probe:
+        try:
+            probe.bind((stack.host, stack.port))
+        except OSError:
+            raise AlreadyRunning(f"port {stack.port} on {stack.host} is already in use by another program; "
+                                 "pass --port to pick another") from None
+    path.write_text(json.dumps({"pid": os.getpid(), "url": stack.base_url}))
+
+
+def release() -> None:
+    path = lock_path()
+    with contextlib.suppress(FileNotFoundError, ValueError):
+        if json.loads(path.read_text()).get("pid") == os.getpid():
+            path.unlink()
+
+
+def banner(stack: Stack, token_is_new: bool) -> str:
+    lines = [f"mcpworld is up at {stack.base_url}", "",
+             f"  registry API    {stack.base_url}/v0/servers   (OpenAPI: {stack.base_url}/docs)",
+             f"  registry MCP    {stack.base_url}/registry/mcp"]
+    for s in stack.worlds:
+        lines.append(f"  world {s.runtime.world.name:<10}{stack.base_url}{world_path(s.runtime.world.name)}")
+    token_note = "(new: shown once, saved in " + str(home() / "registry.token") + ")" if token_is_new else \
+        "(from MCPWORLD_REGISTRY_TOKEN or " + str(home() / "registry.token") + ")"
+    lines += ["", f"  registry token  {stack.token if token_is_new else stack.token[:4] + '…'}  {token_note}", "",
+              "Claude Desktop (claude_desktop_config.json):",
+              json.dumps(export(world_records(stack), "claude-desktop"), indent=2), "",
+              "Press Ctrl-C to stop."]
+    return "\n".join(lines)
