@@ -1,0 +1,98 @@
+"""End to end: `mcpworld up` as a real process, reached over REST, the registry's MCP server and connect()."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from mcp import Client
+
+from mcpworld.protocol import EpisodeControl
+from mcpworld.registry.connect import connect
+from mcpworld.testing import free_port, mcpworld_cmd, wait_http
+
+
+@pytest.fixture(scope="module")
+def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    home = tmp_path_factory.mktemp("up-home")
+    port = free_port()
+    env = {**os.environ, "MCPWORLD_HOME": str(home), "MCPWORLD_REGISTRY": f"http://127.0.0.1:{port}"}
+    proc = subprocess.Popen(mcpworld_cmd("up", "--port", str(port), "--health-interval", "1"), env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    wait_http(base + "/healthz", proc)
+    yield {"base": base, "env": env, "proc": proc, "home": home, "port": port}
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=20)
+
+
+def test_lists_every_world_over_rest(up: dict) -> None:
+    servers = httpx.get(up["base"] + "/v0/servers").json()["servers"]
+    names = {s["server"]["name"] for s in servers}
+    catalog = {w["name"] for w in httpx.get(up["base"] + "/worlds").json()["worlds"]}
+    assert {f"io.mcpworld/{n}" for n in catalog} == names
+    assert "io.mcpworld/airline" in names
+
+
+@pytest.mark.anyio
+async def test_registry_mcp_server_finds_worlds(up: dict) -> None:
+    async with Client(up["base"] + "/registry/mcp") as client:
+        result = await client.call_tool("search_servers", {"query": "airline"})
+        found = result.structured_content["result"]
+        assert [s["name"] for s in found] == ["io.mcpworld/airline"]
+        assert found[0]["kind"] == "world" and found[0]["tasks"] >= 15
+
+
+@pytest.mark.anyio
+async def test_connect_by_name_completes_a_task(up: dict) -> None:
+    async with connect("airline", registry=up["base"]) as client:
+        ctl = EpisodeControl(client)
+        task = next(t for t in (await ctl.tasks()).tasks if t.id == "book-cheapest-economy")
+        episode = (await ctl.start(task.id)).episode
+        for step in task.solution:
+            assert not (await ctl.call(episode, step.name, step.arguments)).is_error
+        assert (await ctl.verify(episode, task.answer)).verdict.passed
+
+
+def test_health_is_recorded(up: dict) -> None:
+    result = subprocess.run(mcpworld_cmd("registry", "check"), env=up["env"], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "up    io.mcpworld/airline" in result.stdout
+    record = httpx.get(up["base"] + "/v0/servers/io.mcpworld%2Fairline/versions/latest").json()
+    assert record["server"]["_meta"]["io.mcpworld/server"]["health"]["status"] == "up"
+
+
+def test_export_files_parse_and_name_every_server(up: dict, tmp_path: Path) -> None:
+    names = {s["server"]["name"].split("/")[1] for s in httpx.get(up["base"] + "/v0/servers").json()["servers"]}
+    for fmt, rel, key in [("claude-desktop", "claude_desktop_config.json", "mcpServers"),
+                          ("claude-code", ".mcp.json", "mcpServers"), ("vscode", ".vscode/mcp.json", "servers"),
+                          ("cursor", ".cursor/mcp.json", "mcpServers")]:
+        out = tmp_path / rel
+        result = subprocess.run(mcpworld_cmd("registry", "export", "--format", fmt, "-o", str(out)),
+                                env=up["env"], capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        assert set(json.loads(out.read_text())[key]) == names
+
+
+def test_second_up_says_so(up: dict) -> None:
+    result = subprocess.run(mcpworld_cmd("up", "--port", str(free_port())), env=up["env"], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 1
+    assert "already running" in result.stderr and str(up["proc"].pid) in result.stderr
+
+
+def test_ctrl_c_stops_cleanly(up: dict) -> None:
+    proc = up["proc"]
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=20) == 0
+    assert not (up["home"] / "up.json").exists()
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(up["base"] + "/healthz", timeout=2)
