@@ -6,6 +6,7 @@ SQLite connection deserialized from those bytes (tens of microseconds), never a 
 
 from __future__ import annotations
 
+import json
 import random
 import secrets
 import sqlite3
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from sqlalchemy import Engine, create_engine
+from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session
 
@@ -24,11 +25,44 @@ from mcpworld.servers.envs.diff import Row, StateDiff, TableDiff, diff_rows, row
 from mcpworld.servers.envs.tools import ArgumentError, ToolSpec, build_tool, to_jsonable
 from mcpworld.servers.envs.world import Outcome, Task, ToolError, World
 
-_WRITE_ACTIONS = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE}
+CHANGES_TABLE = "_mcpworld_changes"
+
+
+def _begin(conn: Any) -> None:
+    # The driver runs in autocommit mode (isolation_level=None), so the transaction is ours to open: this is
+    # SQLAlchemy's documented recipe for pysqlite, and lets foreign keys be checked at commit time.
+    conn.exec_driver_sql("BEGIN")
+    conn.exec_driver_sql("PRAGMA defer_foreign_keys=ON")
 
 
 def _engine_for(conn: sqlite3.Connection) -> Engine:
-    return create_engine("sqlite://", creator=lambda: conn, poolclass=StaticPool)
+    """An engine over one connection. Foreign keys are checked at commit, whatever order the ORM inserts in."""
+    engine = create_engine("sqlite://", creator=lambda: conn, poolclass=StaticPool)
+    event.listen(engine, "begin", _begin)
+    return engine
+
+
+def _key_sql(ref: str, pk: tuple[str, ...]) -> str:
+    return " || '|' || ".join(f'CAST({ref}."{c}" AS TEXT)' for c in pk)
+
+
+def install_change_log(conn: sqlite3.Connection, primary_keys: dict[str, tuple[str, ...]]) -> None:
+    """Triggers that record the key of every row written, so a diff reads only changed rows.
+
+    They live in the template, so every fork inherits them for free; being in the same transaction as the
+    write, a rolled-back tool call leaves no trace in the log either.
+    """
+    conn.execute(f"CREATE TABLE {CHANGES_TABLE} (tbl TEXT NOT NULL, pk TEXT NOT NULL, PRIMARY KEY (tbl, pk)) "
+                 "WITHOUT ROWID")
+    for table, pk in primary_keys.items():
+        log = f"INSERT OR IGNORE INTO {CHANGES_TABLE} VALUES ('{table}', {{}});"
+        new, old = log.format(_key_sql("NEW", pk)), log.format(_key_sql("OLD", pk))
+        conn.executescript(f"""
+            CREATE TRIGGER "_mcpworld_{table}_i" AFTER INSERT ON "{table}" BEGIN {new} END;
+            CREATE TRIGGER "_mcpworld_{table}_u" AFTER UPDATE ON "{table}" BEGIN {old} {new} END;
+            CREATE TRIGGER "_mcpworld_{table}_d" AFTER DELETE ON "{table}" BEGIN {old} END;
+        """)
+    conn.commit()
 
 
 class UnknownTask(KeyError):
@@ -55,7 +89,6 @@ class Episode:
     conn: sqlite3.Connection
     engine: Engine
     rng: random.Random
-    dirty: set[str] = field(default_factory=set)
     created: float = field(default_factory=time.monotonic)
     last_used: float = field(default_factory=time.monotonic)
     calls: int = 0
@@ -109,12 +142,13 @@ class WorldRuntime:
         if key in self._templates:
             return self._templates[key]
         if key is None:
-            conn = sqlite3.connect(":memory:", check_same_thread=False)
+            conn = self._fork_conn()
             engine = _engine_for(conn)
             self.metadata.create_all(engine)
             with self._session(engine, random.Random(0)) as db:
                 self.world.seed(db)
                 db.commit()
+            install_change_log(conn, self.primary_keys)
         else:
             base = self.template(None)
             conn = self._fork_conn(base.data)
@@ -122,6 +156,8 @@ class WorldRuntime:
             with self._session(engine, random.Random(0)) as db:
                 task.setup(db)  # type: ignore[union-attr]
                 db.commit()
+            conn.execute(f"DELETE FROM {CHANGES_TABLE}")
+            conn.commit()
         made = Template(conn.serialize())
         engine.dispose()
         conn.close()
@@ -129,9 +165,11 @@ class WorldRuntime:
         return made
 
     @staticmethod
-    def _fork_conn(data: bytes) -> sqlite3.Connection:
-        conn = sqlite3.connect(":memory:", check_same_thread=False)
-        conn.deserialize(data)
+    def _fork_conn(data: bytes | None = None) -> sqlite3.Connection:
+        conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        if data is not None:
+            conn.deserialize(data)
+        conn.execute("PRAGMA foreign_keys=ON")
         return conn
 
     # -- episodes --------------------------------------------------------------------------------------
@@ -145,7 +183,7 @@ class WorldRuntime:
                 raise UnknownTask(task_id)
         template = self.template(task)
         conn = self._fork_conn(template.data)
-        episode = Episode(
+        return Episode(
             id="e-" + secrets.token_hex(8),
             task=task,
             seed=seed,
@@ -154,15 +192,6 @@ class WorldRuntime:
             engine=_engine_for(conn),
             rng=random.Random(seed),
         )
-        dirty = episode.dirty
-
-        def authorize(action: int, table: str | None, *_: Any) -> int:
-            if action in _WRITE_ACTIONS and table:
-                dirty.add(table)
-            return sqlite3.SQLITE_OK
-
-        conn.set_authorizer(authorize)
-        return episode
 
     def call(self, episode: Episode, name: str, arguments: dict[str, Any] | None) -> CallResult:
         """Run one tool in its own transaction: any error rolls back and comes back as a message."""
@@ -189,9 +218,15 @@ class WorldRuntime:
 
     # -- state and verification ------------------------------------------------------------------------
 
-    def _rows(self, conn: sqlite3.Connection, table: str) -> dict[str, Row]:
+    def _rows(self, conn: sqlite3.Connection, table: str, keys: list[str] | None = None) -> dict[str, Row]:
+        """Rows of `table` by key string: all of them, or only those whose key is in `keys`."""
         pk = self.primary_keys[table]
-        cur = conn.execute(f'SELECT * FROM "{table}"')
+        sql, params = f'SELECT * FROM "{table}"', ()
+        if keys is not None:
+            ref = f'"{table}"'
+            sql += f" WHERE {_key_sql(ref, pk)} IN (SELECT value FROM json_each(?))"
+            params = (json.dumps(keys),)
+        cur = conn.execute(sql, params)
         cols = [d[0] for d in cur.description]
         return {row_key(r, pk): r for r in (dict(zip(cols, values)) for values in cur)}
 
@@ -203,11 +238,16 @@ class WorldRuntime:
         return template._rows
 
     def diff(self, episode: Episode) -> StateDiff:
-        """Row-level changes since the episode started (only tables it wrote are scanned)."""
-        before = self.initial_rows(episode.template)
+        """Row-level changes since the episode started: only rows the change log names are read."""
+        changed: dict[str, list[str]] = {}
+        for table, key in episode.conn.execute(f"SELECT tbl, pk FROM {CHANGES_TABLE}"):
+            changed.setdefault(table, []).append(key)
         tables = {t: TableDiff() for t in self.metadata.tables}
-        for table in episode.dirty & tables.keys():
-            tables[table] = diff_rows(before[table], self._rows(episode.conn, table))
+        if changed:
+            before = self.initial_rows(episode.template)
+            for table, keys in changed.items():
+                old = {k: before[table][k] for k in keys if k in before[table]}
+                tables[table] = diff_rows(old, self._rows(episode.conn, table, keys))
         return StateDiff(tables)
 
     def verify(self, episode: Episode, answer: str | None) -> Verdict:
@@ -252,7 +292,8 @@ class WorldRuntime:
     @cached_property
     def schema_sql(self) -> str:
         conn = self._fork_conn(self.template(None).data)
-        ddl = [r[0] + ";" for r in conn.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY name")]
+        ddl = [r[0] + ";" for r in conn.execute(
+            "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE '_mcpworld%' ORDER BY name")]
         conn.close()
         return "\n\n".join(ddl)
 

@@ -108,7 +108,7 @@ def new_id(db: Session, prefix: str = "", length: int = 6) -> str:
     return prefix + "".join(rng.choice(alphabet) for _ in range(length))
 
 
-def call(name: str, **arguments: Any) -> ToolCall:
+def call(name: str, /, **arguments: Any) -> ToolCall:
     """One step of a reference solution."""
     return ToolCall(name=name, arguments=arguments)
 

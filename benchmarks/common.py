@@ -1,0 +1,58 @@
+"""Timing helpers shared by the benchmarks: percentiles, a result row, a printed table."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+
+@dataclass
+class Row:
+    """One measured figure, its baseline measured in the same run, and the target it must meet."""
+
+    name: str
+    value: float
+    unit: str
+    baseline_name: str
+    baseline: float
+    target: str
+    ok: bool
+
+    @property
+    def ratio(self) -> float:
+        return self.baseline / self.value if self.unit in ("ms", "us", "MiB") else self.value / self.baseline
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "ratio": self.ratio}
+
+
+def pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def p50(samples: list[float]) -> float:
+    return statistics.median(samples)
+
+
+def timed(fn: Callable[[], object], n: int) -> list[float]:
+    """Seconds per call for n calls of fn."""
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def print_table(rows: list[Row]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("figure", "value", "baseline (same run)", "ratio", "target", "ok")
+    for r in rows:
+        table.add_row(r.name, f"{r.value:,.3f} {r.unit}", f"{r.baseline_name}: {r.baseline:,.3f} {r.unit}",
+                      f"{r.ratio:,.2f}x", r.target, "[green]yes[/green]" if r.ok else "[red]NO[/red]")
+    Console(width=160).print(table)

@@ -1,0 +1,61 @@
+"""Run the benchmarks: `python -m benchmarks.run [--quick] [--only fork,calls,rss,verify,registry,agent]`.
+
+Prints a table (every figure beside a baseline measured in the same run) and writes benchmarks/results/latest.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks.common import Row, print_table
+
+SECTIONS = ["fork", "calls", "rss", "verify", "registry", "agent"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer samples (for a smoke run)")
+    parser.add_argument("--only", default=",".join(SECTIONS), help="comma-separated sections")
+    args = parser.parse_args(argv)
+    wanted = [s for s in args.only.split(",") if s]
+    unknown = set(wanted) - set(SECTIONS)
+    if unknown:
+        parser.error(f"unknown section(s): {', '.join(sorted(unknown))}; choose from {', '.join(SECTIONS)}")
+    from benchmarks import worlds
+
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for section in wanted:
+            print(f"running {section} ...", file=sys.stderr)
+            if section == "fork":
+                rows += worlds.bench_fork(args.quick)
+            elif section == "calls":
+                rows += worlds.bench_calls(args.quick, tmp)
+            elif section == "rss":
+                rows += worlds.bench_rss(args.quick)
+            elif section == "verify":
+                rows += worlds.bench_verify(args.quick)
+            elif section == "registry":
+                from benchmarks import registry
+
+                rows += registry.bench_registry(args.quick, tmp)
+            elif section == "agent":
+                from benchmarks import agent
+
+                rows += agent.bench_agent(args.quick)
+    print_table(rows)
+    out = Path(__file__).parent / "results" / "latest.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps({"machine": platform.platform(), "python": platform.python_version(),
+                               "rows": [r.as_dict() for r in rows]}, indent=2))
+    print(f"wrote {out}", file=sys.stderr)
+    return 0 if all(r.ok for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

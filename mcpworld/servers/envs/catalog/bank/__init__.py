@@ -1,0 +1,24 @@
+"""Retail bank: accounts, transfers, payees, cards and disputes, with banking limits to respect."""
+
+from mcpworld.servers.envs.world import World
+
+from .data import NOW, seed
+from .models import Base
+from .tasks import TASKS
+from .tools import TOOLS
+
+world = World(
+    name="bank",
+    title="Retail bank",
+    description="A retail bank's desk: balances, transfers, payees, debit cards and card disputes.",
+    scenario="You are a retail bank's customer service agent. Customers ask about balances and transactions, "
+             "move money between their accounts, pay their payees, lock, unlock and replace cards, and dispute "
+             "card charges. Follow the bank rules the tools enforce; refuse politely and say why when a request "
+             "breaks them.",
+    base=Base,
+    seed=seed,
+    tools=TOOLS,
+    tasks=TASKS,
+    tags=["finance", "banking", "payments", "disputes"],
+    clock=NOW,
+)

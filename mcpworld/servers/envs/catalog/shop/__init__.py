@@ -1,0 +1,24 @@
+"""Online shop: carts, checkout, discount codes, cancellations, returns and refunds, with store rules to respect."""
+
+from mcpworld.servers.envs.world import World
+
+from .data import NOW, seed
+from .models import Base
+from .tasks import TASKS
+from .tools import TOOLS
+
+world = World(
+    name="shop",
+    title="Online shop",
+    description="An online shop's desk: carts, discount codes, cancellations, returns and refunds.",
+    scenario="You are the customer service agent of an online shop. Customers ask about products and orders, "
+             "want items bought, codes applied, orders cancelled or re-addressed, and purchases returned and "
+             "refunded. Follow the store rules the tools enforce; refuse politely and say why when a request "
+             "breaks them.",
+    base=Base,
+    seed=seed,
+    tools=TOOLS,
+    tasks=TASKS,
+    tags=["retail", "e-commerce", "returns", "refunds"],
+    clock=NOW,
+)
