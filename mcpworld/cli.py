@@ -7,6 +7,7 @@ import logging
 import click
 
 from mcpworld import __version__
+from mcpworld.agent.cli import run_command
 from mcpworld.registry.cli import registry_group, up_command
 from mcpworld.servers.envs.cli import serve_group, world_group
 
@@ -31,3 +32,4 @@ main.add_command(world_group)
 main.add_command(serve_group)
 main.add_command(registry_group)
 main.add_command(up_command)
+main.add_command(run_command)

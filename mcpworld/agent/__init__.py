@@ -1,0 +1,1 @@
+"""The agent: policies, tool-call formats, the episode loop, trajectories, runs and best-of-N."""

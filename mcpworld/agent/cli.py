@@ -1,0 +1,99 @@
+"""`mcpworld run`: play tasks of a registered server with a policy, write trajectories, print a summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import click
+
+from mcpworld.agent.formats import FORMATS, get_format
+from mcpworld.agent.loop import EpisodeConfig
+
+
+@click.command("run")
+@click.option("--server", required=True, help="Registered name (airline, io.mcpworld/airline) or an MCP URL.")
+@click.option("--task", "task_ids", multiple=True, help="Task id (repeatable). Default: every task.")
+@click.option("--split", type=click.Choice(["train", "test"]), default=None, help="Only tasks of this split.")
+@click.option("--policy", type=click.Choice(["oracle", "random", "replay", "openai"]), default="oracle",
+              show_default=True)
+@click.option("--model", default=None, envvar="MCPWORLD_MODEL", help="Model name for --policy openai.")
+@click.option("--base-url", default=None, envvar="OPENAI_BASE_URL",
+              help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (vllm serve). Key: $OPENAI_API_KEY.")
+@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="native", show_default=True,
+              help="Tool-call format: native tool_calls, <tool_call> text, or AWM's list_tools/call_tool.")
+@click.option("--temperature", type=float, default=None)
+@click.option("--replay-file", type=click.Path(exists=True, path_type=Path), default=None,
+              help="Trajectories to replay with --policy replay.")
+@click.option("-n", "--samples", default=1, show_default=True, help="Samples per task.")
+@click.option("--concurrency", default=4, show_default=True, help="Episodes in flight at once.")
+@click.option("--max-turns", default=20, show_default=True)
+@click.option("--turn-timeout", default=120.0, show_default=True, help="Seconds per policy turn.")
+@click.option("--history", type=int, default=None, help="Keep only the last K turns in the model's context.")
+@click.option("--seed", default=0, show_default=True)
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("trajectories.jsonl"),
+              show_default=True)
+@click.option("--resume", is_flag=True, help="Skip (task, sample) pairs already in --output.")
+@click.option("--registry", default=None, help="Registry base URL (default: $MCPWORLD_REGISTRY or :8765).")
+def run_command(server: str, task_ids: tuple[str, ...], split: str | None, policy: str, model: str | None,
+                base_url: str | None, fmt: str, temperature: float | None, replay_file: Path | None, samples: int,
+                concurrency: int, max_turns: int, turn_timeout: float, history: int | None, seed: int,
+                output: Path, resume: bool, registry: str | None) -> None:
+    """Run episodes and record trajectories (JSONL, one episode per line).
+
+    \b
+    Examples:
+      mcpworld run --server airline --policy oracle
+      mcpworld run --server airline --split test --policy openai --model Qwen/Qwen3-8B \\
+          --base-url http://127.0.0.1:8000/v1 -n 4 --concurrency 16 -o qwen.jsonl --resume
+    """
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from mcpworld.agent.runner import RunSpec, list_tasks, run
+    from mcpworld.registry.connect import ConnectError
+
+    if policy == "replay" and replay_file is None:
+        raise click.UsageError("--policy replay needs --replay-file")
+    if policy == "openai" and not (model and base_url):
+        raise click.UsageError("--policy openai needs --model and --base-url (or MCPWORLD_MODEL / OPENAI_BASE_URL)")
+    try:
+        tasks = anyio.run(list_tasks, server, registry, split)
+    except ConnectError as exc:
+        raise click.ClickException(str(exc)) from None
+    if task_ids:
+        known = {t.id for t in tasks}
+        missing = [t for t in task_ids if t not in known]
+        if missing:
+            raise click.ClickException(f"unknown task(s) on {server}: {', '.join(missing)}")
+        tasks = [t for t in tasks if t.id in task_ids]
+    spec = RunSpec(server=server, tasks=tasks, samples=samples, concurrency=concurrency, seed=seed, output=output,
+                   resume=resume, registry=registry,
+                   config=EpisodeConfig(max_turns=max_turns, turn_timeout_s=turn_timeout, history_turns=history))
+
+    def make_policy(index: int):  # type: ignore[no-untyped-def]
+        from mcpworld.agent import policies
+        from mcpworld.llm import ChatClient
+
+        f = get_format(fmt)
+        if policy == "oracle":
+            return policies.OraclePolicy(f)
+        if policy == "random":
+            return policies.RandomPolicy(seed=seed * 1000 + index, format=f)
+        if policy == "replay":
+            return policies.ReplayPolicy(replay_file, f)  # type: ignore[arg-type]
+        sampling = {"temperature": temperature} if temperature is not None else {}
+        return policies.OpenAIPolicy(ChatClient(base_url=base_url, model=model, timeout_s=turn_timeout,  # type: ignore[arg-type]
+                                                sampling=sampling), f)
+
+    total = len(tasks) * samples
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True)) as progress:
+        bar = progress.add_task(f"{server} · {policy}", total=total)
+        _, summary = anyio.run(lambda: run(spec, make_policy, on_done=lambda t: progress.advance(bar)))
+        progress.update(bar, completed=total)
+    table = Table("metric", "value", title=f"{server} · {policy} → {output}")
+    for k, v in summary.rows():
+        table.add_row(k, v)
+    Console().print(table)

@@ -1,0 +1,128 @@
+"""The episode loop: start, act, call tools through MCP, verify, close. Short enough to read in one sitting."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import mcp_types as types
+
+from mcpworld.agent.formats import Action
+from mcpworld.agent.policies import Policy
+from mcpworld.agent.trajectory import CallRecord, Step, Trajectory
+from mcpworld.llm import LLMError
+from mcpworld.models import TaskInfo
+from mcpworld.protocol import EpisodeControl
+
+SYSTEM = "You are a helpful agent operating an application through its tools. Act on the user's request; " \
+         "refuse and explain when a rule forbids it. Finish with a short final answer to the user."
+
+
+@dataclass
+class EpisodeConfig:
+    max_turns: int = 20
+    turn_timeout_s: float = 120.0
+    episode_timeout_s: float = 600.0
+    history_turns: int | None = None  # keep system + task + the last K turns; None keeps all
+    penalize: bool = True  # format errors, unknown tools and fatal server errors end the episode with -1
+
+
+class EpisodeEnd(Exception):
+    def __init__(self, termination: str, error: str):
+        super().__init__(error)
+        self.termination, self.error = termination, error
+
+
+def window(messages: list[dict[str, Any]], turns: int | None) -> list[dict[str, Any]]:
+    """System + task + the last `turns` assistant turns with their tool results (AWM's history window)."""
+    if turns is None:
+        return messages
+    starts = [i for i, m in enumerate(messages) if m.get("role") == "assistant" and i >= 2]
+    return messages[:2] + messages[starts[-turns]:] if len(starts) > turns else messages
+
+
+def _result_text(result: types.CallToolResult) -> str:
+    return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent)) or "(no content)"
+
+
+async def run_episode(ctl: EpisodeControl, server: str, task: TaskInfo, policy: Policy,
+                      config: EpisodeConfig | None = None, sample: int = 0, seed: int = 0) -> Trajectory:
+    """Play one task with `policy` on an open MCP connection and judge it. Never raises for episode failures."""
+    config = config or EpisodeConfig()
+    traj = Trajectory(server=server, task=task.id, sample=sample, seed=seed, policy=policy.name,
+                      model=policy.model, format=policy.format.name)
+    began = time.perf_counter()
+    answer: str | None = None
+    try:
+        with anyio.fail_after(config.episode_timeout_s):
+            traj.episode = (await ctl.start(task.id, seed)).episode
+            tools = (await ctl.client.list_tools()).tools
+            names = {t.name for t in tools}
+            system = "\n\n".join(p for p in (SYSTEM, policy.format.system_prompt(tools)) if p)
+            traj.messages = [{"role": "system", "content": system}, {"role": "user", "content": task.instruction}]
+            for turn in range(config.max_turns):
+                answer = await _turn(ctl, traj, task, policy, tools, names, turn, config)
+                if answer is not None:
+                    break
+            else:
+                traj.termination = "max_turns"
+            traj.verdict = (await ctl.verify(traj.episode, answer)).verdict
+            traj.reward = 1.0 if traj.verdict.passed else 0.0
+    except EpisodeEnd as end:
+        traj.termination, traj.error = end.termination, end.error  # type: ignore[assignment]
+        traj.reward = -1.0 if config.penalize and end.termination in (
+            "format_error", "unknown_tool", "server_error") else 0.0
+    except TimeoutError:
+        traj.termination, traj.error = "episode_timeout", f"episode exceeded {config.episode_timeout_s:g}s"
+    except LLMError as exc:
+        traj.termination, traj.error = "model_error", str(exc)
+    except Exception as exc:  # the server died or the connection broke
+        traj.termination, traj.error = "server_error", f"{type(exc).__name__}: {exc}"
+        traj.reward = -1.0 if config.penalize else 0.0
+    finally:
+        traj.duration_s = round(time.perf_counter() - began, 4)
+        if traj.episode is not None:
+            with anyio.move_on_after(5, shield=True):
+                try:
+                    await ctl.close(traj.episode)
+                except Exception:
+                    pass
+    return traj
+
+
+async def _turn(ctl: EpisodeControl, traj: Trajectory, task: TaskInfo, policy: Policy, tools: list[types.Tool],
+                names: set[str], turn: int, config: EpisodeConfig) -> str | None:
+    """One policy turn and its tool calls; returns the final answer when the policy gives one."""
+    t0 = time.perf_counter()
+    try:
+        with anyio.fail_after(config.turn_timeout_s):
+            action: Action = await policy.act(window(traj.messages, config.history_turns), tools, task)
+    except TimeoutError:
+        raise EpisodeEnd("timeout", f"turn {turn}: the policy took longer than {config.turn_timeout_s:g}s") from None
+    step = Step(turn=turn, policy_ms=round((time.perf_counter() - t0) * 1000, 2))
+    traj.steps.append(step)
+    traj.messages.append(action.message)
+    for key, value in getattr(policy, "usage", {}).items():
+        if isinstance(value, int):
+            traj.usage[key] = traj.usage.get(key, 0) + value
+    if action.error is not None:
+        raise EpisodeEnd("format_error", f"turn {turn}: {action.error}")
+    if action.local == "list_tools":
+        listing = "\n".join(f"{t.name}: {t.description}\n  parameters: {t.input_schema}" for t in tools)
+        traj.messages += policy.format.result_messages(action, [(listing, False)])
+        return None
+    if not action.calls:
+        return action.final or ""
+    results = []
+    for call in action.calls:
+        if call.name not in names:
+            raise EpisodeEnd("unknown_tool", f"turn {turn}: unknown tool {call.name!r}")
+        t1 = time.perf_counter()
+        result = await ctl.call(traj.episode, call.name, call.arguments)  # type: ignore[arg-type]
+        step.calls.append(CallRecord(name=call.name, arguments=call.arguments, is_error=bool(result.is_error),
+                                     latency_ms=round((time.perf_counter() - t1) * 1000, 2)))
+        results.append((_result_text(result), bool(result.is_error)))
+    traj.messages += policy.format.result_messages(action, results)
+    return None

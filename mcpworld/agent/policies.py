@@ -1,0 +1,146 @@
+"""Policies: an OpenAI-compatible model, or scripted ones (oracle, random, replay) for baselines and tests.
+
+A policy sees the conversation so far and the domain tools, and returns one `Action`.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any, Protocol
+
+import mcp_types as types
+
+from mcpworld.agent.formats import Action, Format, NativeFormat
+from mcpworld.llm import ChatClient
+from mcpworld.models import TaskInfo, ToolCall
+
+
+class Policy(Protocol):
+    name: str
+    format: Format
+    model: str | None
+
+    async def act(self, messages: list[dict[str, Any]], tools: list[types.Tool], task: TaskInfo) -> Action: ...
+
+
+def _turn(messages: list[dict[str, Any]]) -> int:
+    return sum(1 for m in messages if m.get("role") == "assistant")
+
+
+class OpenAIPolicy:
+    """A model behind any OpenAI-compatible endpoint."""
+
+    name = "openai"
+
+    def __init__(self, client: ChatClient, format: Format | None = None):
+        self.client = client
+        self.format = format or NativeFormat()
+        self.model = client.model
+        self.usage: dict[str, int] = {}
+
+    async def act(self, messages: list[dict[str, Any]], tools: list[types.Tool], task: TaskInfo) -> Action:
+        completion = await self.client.complete(messages, tools=self.format.tools_param(tools))
+        self.usage = completion.usage
+        message = {"role": "assistant", "content": completion.message.get("content")}
+        if completion.message.get("tool_calls"):
+            message["tool_calls"] = completion.message["tool_calls"]
+        return self.format.parse(message, messages)
+
+
+class OraclePolicy:
+    """Plays the task's reference solution, then gives its reference answer."""
+
+    name = "oracle"
+    model = None
+
+    def __init__(self, format: Format | None = None):
+        self.format = format or NativeFormat()
+
+    async def act(self, messages: list[dict[str, Any]], tools: list[types.Tool], task: TaskInfo) -> Action:
+        turn = _turn(messages)
+        if turn < len(task.solution):
+            call = task.solution[turn]
+            return Action(message=self.format.assistant_message([call], None), calls=[call])
+        final = task.answer or "Done."
+        return Action(message={"role": "assistant", "content": final}, final=final)
+
+
+def random_value(schema: dict[str, Any], rng: random.Random, defs: dict[str, Any] | None = None) -> Any:
+    """A value that satisfies a (simple) JSON Schema: enums, types, anyOf, objects, arrays."""
+    defs = defs if defs is not None else schema.get("$defs", {})
+    if "$ref" in schema:
+        return random_value(defs.get(schema["$ref"].split("/")[-1], {}), rng, defs)
+    if "enum" in schema:
+        return rng.choice(schema["enum"])
+    if "const" in schema:
+        return schema["const"]
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            options = [s for s in schema[key] if s.get("type") != "null"] or schema[key]
+            return random_value(rng.choice(options), rng, defs)
+    kind = schema.get("type", "string")
+    if isinstance(kind, list):
+        kind = rng.choice([k for k in kind if k != "null"] or ["null"])
+    if kind == "integer":
+        return rng.randint(int(schema.get("minimum", 0)), int(schema.get("maximum", 10)))
+    if kind == "number":
+        return round(rng.uniform(float(schema.get("minimum", 0)), float(schema.get("maximum", 500))), 2)
+    if kind == "boolean":
+        return rng.random() < 0.5
+    if kind == "array":
+        return [random_value(schema.get("items", {}), rng, defs) for _ in range(rng.randint(0, 2))]
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {k: random_value(v, rng, defs) for k, v in props.items()
+                if k in schema.get("required", []) or rng.random() < 0.5}
+    if kind == "null":
+        return None
+    if schema.get("format") == "date":
+        return f"2026-06-{rng.randint(1, 28):02d}"
+    return rng.choice(["C001", "ZFA04Y", "MW101-0603", "test", "1", "ada@example.com", ""])
+
+
+class RandomPolicy:
+    """Schema-valid random calls for a few turns, then gives up: a floor every real policy must beat."""
+
+    name = "random"
+    model = None
+
+    def __init__(self, seed: int = 0, max_calls: int = 4, format: Format | None = None):
+        self.rng = random.Random(seed)
+        self.max_calls = max_calls
+        self.format = format or NativeFormat()
+
+    async def act(self, messages: list[dict[str, Any]], tools: list[types.Tool], task: TaskInfo) -> Action:
+        if _turn(messages) >= self.max_calls or not tools:
+            return Action(message={"role": "assistant", "content": "I could not finish."}, final="I could not finish.")
+        tool = self.rng.choice(tools)
+        call = ToolCall(name=tool.name, arguments=random_value(tool.input_schema, self.rng) or {})
+        return Action(message=self.format.assistant_message([call], None), calls=[call])
+
+
+class ReplayPolicy:
+    """Replays the assistant turns of recorded trajectories (JSONL), matched by server and task."""
+
+    name = "replay"
+    model = None
+
+    def __init__(self, path: str | Path, format: Format | None = None):
+        self.format = format or NativeFormat()
+        self.turns: dict[str, list[dict[str, Any]]] = {}
+        for line in Path(path).read_text().splitlines():
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            self.turns.setdefault(record["task"], [m for m in record["messages"] if m.get("role") == "assistant"])
+
+    async def act(self, messages: list[dict[str, Any]], tools: list[types.Tool], task: TaskInfo) -> Action:
+        recorded = self.turns.get(task.id)
+        if recorded is None:
+            return Action(message={"role": "assistant", "content": ""}, error=f"no recorded trajectory for {task.id}")
+        turn = _turn(messages)
+        if turn >= len(recorded):
+            return Action(message={"role": "assistant", "content": ""}, final="")
+        return self.format.parse(dict(recorded[turn]), messages)
