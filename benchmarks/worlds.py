@@ -14,7 +14,7 @@ from mcp.server.mcpserver import MCPServer
 
 from benchmarks.common import Row, p50, pct, timed
 from mcpworld.protocol import EpisodeControl
-from mcpworld.servers.envs.host import load_runtime, worlds_app
+from mcpworld.servers.envs.host import load_runtime
 from mcpworld.servers.envs.runtime import WorldRuntime
 from mcpworld.servers.envs.server import WorldServer
 from mcpworld.testing import free_port, mcpworld_cmd, wait_http
@@ -196,9 +196,10 @@ def bench_rss(quick: bool) -> list[Row]:
 
 def scaled_airline(rows: int) -> WorldRuntime:
     """The airline world with `rows` extra reservations, to time verification on a big table."""
+    from dataclasses import replace
+
     from mcpworld.servers.envs.catalog.airline import world
     from mcpworld.servers.envs.catalog.airline.models import Reservation
-    from dataclasses import replace
 
     def seed(db) -> None:
         world.seed(db)

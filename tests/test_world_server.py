@@ -45,7 +45,8 @@ async def check_domain_only_tools(client: Client) -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_stdio_process_runs_a_task(mode: str) -> None:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mcpworld", "serve", "world", "airline", "--stdio"])
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "mcpworld", "serve", "world", "airline", "--stdio"])
     async with Client(params, mode=mode) as client:
         await check_domain_only_tools(client)
         assert await play_reference(client, "change-to-evening-flight")

@@ -48,7 +48,13 @@ def run_command(server: str, task_ids: tuple[str, ...], split: str | None, polic
           --base-url http://127.0.0.1:8000/v1 -n 4 --concurrency 16 -o qwen.jsonl --resume
     """
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
     from rich.table import Table
 
     from mcpworld.agent.runner import RunSpec, list_tasks, run

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
-from contextlib import AsyncExitStack
 from collections import Counter
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any

@@ -6,7 +6,6 @@ import json
 import sys
 from pathlib import Path
 
-import anyio
 import click
 import httpx
 
@@ -203,7 +202,15 @@ def up_command(port: int, host: str, db: str | None, token: str | None, only: tu
     from mcpworld.servers.envs.episodes import EpisodeLimits
     from mcpworld.servers.envs.host import build_servers
     from mcpworld.servers.envs.loader import discover
-    from mcpworld.up import AlreadyRunning, Stack, acquire, banner, build_app, registry_token, release
+    from mcpworld.up import (
+        AlreadyRunning,
+        Stack,
+        acquire,
+        banner,
+        build_app,
+        registry_token,
+        release,
+    )
 
     secret, is_new = registry_token(token)
     names = list(only) or [r.name for r in discover()]

@@ -14,8 +14,8 @@ from typing import Any, Literal
 from pydantic import NaiveDatetime
 from sqlalchemy import Index, event, func, or_, update
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Field, Session, SQLModel, create_engine, select
 from sqlalchemy.orm import registry as sa_registry
+from sqlmodel import Field, Session, SQLModel, create_engine, select
 
 from mcpworld.paths import home
 from mcpworld.registry.records import META_KEY, mcpworld_meta, validate_record
@@ -85,7 +85,8 @@ class RegistryStore:
     def __init__(self, url: str | None = None):
         self.url = url or default_url()
         sqlite = self.url.startswith("sqlite")
-        self.engine = create_engine(self.url, connect_args={"timeout": 30, "check_same_thread": False} if sqlite else {})
+        connect_args = {"timeout": 30, "check_same_thread": False} if sqlite else {}
+        self.engine = create_engine(self.url, connect_args=connect_args)
         if sqlite:
             @event.listens_for(self.engine, "connect")
             def _pragmas(conn: Any, _: Any) -> None:

@@ -31,8 +31,9 @@ CHANGES_TABLE = "_mcpworld_changes"
 def _begin(conn: Any) -> None:
     # The driver runs in autocommit mode (isolation_level=None), so the transaction is ours to open: this is
     # SQLAlchemy's documented recipe for pysqlite, and lets foreign keys be checked at commit time.
-    conn.exec_driver_sql("BEGIN")
-    conn.exec_driver_sql("PRAGMA defer_foreign_keys=ON")
+    raw = conn.connection.driver_connection  # straight to sqlite3: this runs on every tool call
+    raw.execute("BEGIN")
+    raw.execute("PRAGMA defer_foreign_keys=ON")
 
 
 def _engine_for(conn: sqlite3.Connection) -> Engine:
@@ -92,8 +93,11 @@ class Episode:
     created: float = field(default_factory=time.monotonic)
     last_used: float = field(default_factory=time.monotonic)
     calls: int = 0
+    session: Session | None = None  # one per episode: its identity map spares repeated reads a query
 
     def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
         self.engine.dispose()
         self.conn.close()
 
@@ -204,16 +208,18 @@ class WorldRuntime:
             return CallResult(error=str(exc))
         episode.last_used = time.monotonic()
         episode.calls += 1
-        with self._session(episode.engine, episode.rng) as db:
-            try:
-                value = to_jsonable(spec.fn(db, **kwargs))
-                db.commit()
-            except ToolError as exc:
-                db.rollback()
-                return CallResult(error=str(exc))
-            except Exception as exc:  # a bug in the tool or a constraint the data broke
-                db.rollback()
-                return CallResult(error=f"{name} failed: {type(exc).__name__}: {_first_line(exc)}")
+        if episode.session is None:
+            episode.session = self._session(episode.engine, episode.rng)
+        db = episode.session
+        try:
+            value = to_jsonable(spec.fn(db, **kwargs))
+            db.commit()
+        except ToolError as exc:
+            db.rollback()
+            return CallResult(error=str(exc))
+        except Exception as exc:  # a bug in the tool or a constraint the data broke
+            db.rollback()
+            return CallResult(error=f"{name} failed: {type(exc).__name__}: {_first_line(exc)}")
         return CallResult(value=value)
 
     # -- state and verification ------------------------------------------------------------------------

@@ -91,7 +91,7 @@ def build_tool(fn: Callable[..., Any]) -> ToolSpec:
 def to_jsonable(value: Any) -> Any:
     """Tool results as JSON: models dumped, dates ISO-formatted, containers walked."""
     if isinstance(value, BaseModel):
-        return to_jsonable(value.model_dump())
+        return value.model_dump(mode="json")
     if isinstance(value, dict):
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set)):

@@ -31,6 +31,7 @@ __all__ = [
     "Verdict",
     "World",
     "call",
+    "db_time",
     "new_id",
     "not_found",
     "now",
@@ -41,6 +42,15 @@ __all__ = [
 
 Timestamp = NaiveDatetime
 """The type for date-times in world models: naive, in the world's own clock (no time zones to confuse)."""
+
+
+REFUSAL_WORDS = ("cannot", "can't", "can not", "unable", "not able", "not possible", "not allowed", "refused",
+                 "not eligible", "declined")
+
+
+def db_time(moment: datetime) -> str:
+    """A date-time as SQLite stores it, which is how raw rows in a state diff show it."""
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
 def world_base() -> type[SQLModel]:
@@ -136,6 +146,18 @@ class Outcome:
             passed=not missing,
             detail=f"missing: {', '.join(missing)}" if missing else "",
         )
+
+    def answer_omits(self, *values: str) -> Check:
+        """The final answer names none of `values` (the wrong picks an over-inclusive answer would make)."""
+        text = (self.answer or "").lower()
+        found = [v for v in values if v.lower() in text]
+        return Check(name=f"answer omits {', '.join(values)}", passed=not found,
+                     detail=f"found: {', '.join(found)}" if found else "")
+
+    def refused(self, *reason_words: str) -> list[Check]:
+        """A correct refusal: nothing changed, and the answer says no and why (one of `reason_words`)."""
+        return [self.diff.unchanged(), self.answer_mentions_any(*REFUSAL_WORDS),
+                self.answer_mentions_any(*reason_words)]
 
     def answer_mentions_any(self, *values: str) -> Check:
         """The final answer contains at least one of `values` (for refusals worded in several ways)."""

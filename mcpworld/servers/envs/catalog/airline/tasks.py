@@ -2,15 +2,7 @@
 
 from __future__ import annotations
 
-from mcpworld.servers.envs.world import Outcome, Task, call
-
-REFUSAL_WORDS = ("cannot", "can't", "can not", "unable", "not able", "not possible", "not allowed", "refused")
-
-
-def refused(o: Outcome, *reason_words: str) -> list:
-    """A refusal: nothing changed, and the answer says no and why."""
-    return [o.diff.unchanged(), o.answer_mentions_any(*REFUSAL_WORDS), o.answer_mentions_any(*reason_words)]
-
+from mcpworld.servers.envs.world import Task, call
 
 TASKS = [
     Task(
@@ -31,7 +23,7 @@ TASKS = [
                   call("cancel_reservation", reservation_id="QX7P2K", reason="change_of_plan")],
         answer="I cannot cancel QX7P2K for a refund: it is a basic fare booked more than 24 hours ago "
                "without travel insurance.",
-        verify=lambda o: refused(o, "basic", "24 hours", "insurance"),
+        verify=lambda o: o.refused("basic", "24 hours", "insurance"),
         difficulty="medium",
     ),
     Task(
@@ -82,7 +74,7 @@ TASKS = [
         solution=[call("find_customer", email="grace@example.com"),
                   call("get_flight", flight_id="MW105-0604")],
         answer="I cannot book MW105-0604: it has no economy seats left (the flight is full).",
-        verify=lambda o: refused(o, "full", "no economy seats", "0 economy", "no seats", "sold out"),
+        verify=lambda o: o.refused("full", "no economy seats", "0 economy", "no seats", "sold out"),
         difficulty="medium",
     ),
     Task(
@@ -105,7 +97,7 @@ TASKS = [
                   call("change_flight", reservation_id="ZFA04Y", new_flight_id="MW103-0603")],
         answer="I cannot change ZFA04Y: it is a basic fare, and basic fares cannot be changed. "
                "You can still cancel it within 24 hours of booking.",
-        verify=lambda o: refused(o, "basic"),
+        verify=lambda o: o.refused("basic"),
     ),
     Task(
         id="add-free-bags",
@@ -155,7 +147,7 @@ TASKS = [
                   call("get_flight", flight_id="MW101-0603")],
         answer="I cannot issue travel credit: flight MW101-0603 is scheduled, and compensation is only for "
                "delayed or cancelled flights.",
-        verify=lambda o: refused(o, "scheduled", "on time", "only for delay", "delayed or cancelled"),
+        verify=lambda o: o.refused("scheduled", "on time", "only for delay", "delayed or cancelled"),
         split="test",
     ),
     Task(
@@ -193,7 +185,7 @@ TASKS = [
                   call("list_payment_methods", customer_id="C004"),
                   call("get_flight", flight_id="MW203-0602")],
         answer="I cannot pay that with your gift card: it has 40.00 left and the seat costs 95.00.",
-        verify=lambda o: refused(o, "40", "balance", "not enough", "insufficient"),
+        verify=lambda o: o.refused("40", "balance", "not enough", "insufficient"),
         difficulty="medium",
     ),
     Task(

@@ -9,7 +9,15 @@ from sqlmodel import select
 
 from mcpworld.servers.envs.world import Session, ToolError, new_id, not_found, now, tool
 
-from .models import Charge, Compensation, Customer, Flight, PaymentMethod, Refund, Reservation
+from .models import (
+    Charge,
+    Compensation,
+    Customer,
+    Flight,
+    PaymentMethod,
+    Refund,
+    Reservation,
+)
 
 Cabin = Literal["economy", "business"]
 Fare = Literal["basic", "standard"]

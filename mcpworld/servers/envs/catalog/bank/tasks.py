@@ -4,14 +4,6 @@ from __future__ import annotations
 
 from mcpworld.servers.envs.world import Check, Outcome, Task, call
 
-REFUSAL_WORDS = ("cannot", "can't", "can not", "unable", "not able", "not possible", "not allowed", "refused",
-                 "declined")
-
-
-def refused(o: Outcome, *reason_words: str) -> list:
-    """A refusal: nothing changed, and the answer says no and why."""
-    return [o.diff.unchanged(), o.answer_mentions_any(*REFUSAL_WORDS), o.answer_mentions_any(*reason_words)]
-
 
 def disputed_one_of(o: Outcome, *transaction_ids: str) -> Check:
     """Exactly one dispute was filed, on one of `transaction_ids` (either of two duplicate charges will do)."""
@@ -206,7 +198,7 @@ TASKS = [
                        amount=200.0)],
         answer="I cannot make that transfer: your savings account SAV-2004 already had 6 withdrawals this month, "
                "the monthly limit. It resets on June 1st.",
-        verify=lambda o: refused(o, "6 withdrawals", "six withdrawals", "withdrawal limit", "monthly limit", "limit"),
+        verify=lambda o: o.refused("6 withdrawals", "six withdrawals", "withdrawal limit", "monthly limit", "limit"),
         difficulty="medium",
     ),
     Task(
@@ -219,7 +211,7 @@ TASKS = [
                        amount=500.0)],
         answer="I cannot move 500: checking CHK-2003 has only 420.75 available and no overdraft, so there are "
                "insufficient funds.",
-        verify=lambda o: refused(o, "insufficient", "not enough", "420.75"),
+        verify=lambda o: o.refused("insufficient", "not enough", "420.75"),
     ),
     Task(
         id="refuse-daily-limit",
@@ -231,7 +223,7 @@ TASKS = [
                   call("pay_payee", from_account_id="CHK-2005", payee_id="PY-4003", amount=1500.0)],
         answer="I cannot send 1,500 today: your daily transfer limit to payees is 5,000.00 and you already sent "
                "4,000.00 today, so only 1,000.00 more is possible.",
-        verify=lambda o: refused(o, "daily", "limit"),
+        verify=lambda o: o.refused("daily", "limit"),
         difficulty="medium",
         split="test",
     ),
@@ -244,7 +236,7 @@ TASKS = [
                   call("pay_payee", from_account_id="CHK-2007", payee_id="PY-4004", amount=200.0)],
         answer="I cannot send that payment: your checking account CHK-2007 is frozen, so no money can move in "
                "or out of it.",
-        verify=lambda o: refused(o, "frozen", "hold"),
+        verify=lambda o: o.refused("frozen", "hold"),
     ),
     Task(
         id="refuse-old-dispute",
@@ -256,7 +248,7 @@ TASKS = [
                   call("file_dispute", transaction_id="TX7004", reason="not_received")],
         answer="I cannot open that dispute: the SkyHigh Airlines charge was posted on 2026-03-02, more than 60 "
                "days ago, and the dispute window closed on 2026-05-01.",
-        verify=lambda o: refused(o, "60 days", "60-day", "window"),
+        verify=lambda o: o.refused("60 days", "60-day", "window"),
         difficulty="medium",
     ),
     Task(
@@ -268,6 +260,6 @@ TASKS = [
                   call("unlock_card", card_id="CRD-3006")],
         answer="I cannot unlock the card ending 1164: it is cancelled and was replaced by your card ending 7702 "
                "(CRD-3005), which is active.",
-        verify=lambda o: refused(o, "cancelled", "canceled", "replaced"),
+        verify=lambda o: o.refused("cancelled", "canceled", "replaced"),
     ),
 ]

@@ -4,36 +4,16 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from mcpworld.servers.envs.world import Check, Outcome, Task, call
+from mcpworld.servers.envs.world import Check, Outcome, Task, call, db_time
 
 from .data import at
-
-REFUSAL_WORDS = ("cannot", "can't", "can not", "unable", "not able", "not possible", "not allowed", "refused")
-
-
-def ts(moment: datetime) -> str:
-    """A date-time as the state diff shows it (SQLite's stored text)."""
-    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")
-
-
-def refused(o: Outcome, *reason_words: str) -> list:
-    """A refusal: nothing changed, and the answer says no and why."""
-    return [o.diff.unchanged(), o.answer_mentions_any(*REFUSAL_WORDS), o.answer_mentions_any(*reason_words)]
-
-
-def omits(o: Outcome, *values: str) -> Check:
-    """The final answer names none of `values` (wrong picks an over-inclusive answer would make)."""
-    text = (o.answer or "").lower()
-    found = [v for v in values if v.lower() in text]
-    return Check(name=f"answer omits {', '.join(values)}", passed=not found,
-                 detail=f"found: {', '.join(found)}" if found else "")
 
 
 def new_event(o: Outcome, organizer: str, start: datetime, end: datetime, room: str | None,
               attendees: set[str]) -> list[Check]:
     """Exactly one event was created, as specified, with exactly `attendees` (organizer included)."""
     events = o.diff.tables["event"].inserted if "event" in o.diff.tables else []
-    checks = [o.diff.inserted("event", 1, organizer_id=organizer, start_at=ts(start), end_at=ts(end),
+    checks = [o.diff.inserted("event", 1, organizer_id=organizer, start_at=db_time(start), end_at=db_time(end),
                               room_id=room, status="confirmed")]
     if len(events) == 1:
         invited = {r["person_id"] for r in o.diff.tables["attendee"].inserted if r["event_id"] == events[0]["id"]}
@@ -66,7 +46,7 @@ TASKS = [
                        end_at="2026-04-14T11:30:00", attendee_ids=["P02"], room_id="RM-BOREAL")],
         answer="I cannot book Boreal then: it is already booked for Sprint planning from 10:00 to 11:00 on "
                "Tuesday, which overlaps 10:30-11:30.",
-        verify=lambda o: refused(o, "already booked", "sprint planning", "booked", "not free", "taken"),
+        verify=lambda o: o.refused("already booked", "sprint planning", "booked", "not free", "taken"),
         difficulty="medium",
     ),
     Task(
@@ -77,7 +57,7 @@ TASKS = [
                   call("add_attendee", actor_id="P02", event_id="EV-101", person_id="P04")],
         answer="I cannot add Lucas Moreau to EV-101: he is out of office (on vacation) on Tuesday 14 and "
                "Wednesday 15 April.",
-        verify=lambda o: refused(o, "out of office", "vacation", "away", "ooo"),
+        verify=lambda o: o.refused("out of office", "vacation", "away", "ooo"),
     ),
     Task(
         id="refuse-outside-working-hours",
@@ -91,7 +71,7 @@ TASKS = [
                        end_at="2026-04-14T16:30:00", attendee_ids=["P01"])],
         answer="I cannot schedule it at 15:30-16:30: that is outside your working hours (07:00-15:00), and "
                "events must be within the organizer's working hours. An earlier time would work.",
-        verify=lambda o: refused(o, "working hours", "work hours", "07:00-15:00", "15:00"),
+        verify=lambda o: o.refused("working hours", "work hours", "07:00-15:00", "15:00"),
         difficulty="medium",
         split="test",
     ),
@@ -102,7 +82,7 @@ TASKS = [
         solution=[call("get_event", event_id="EV-101"),
                   call("cancel_event", actor_id="P01", event_id="EV-101")],
         answer="I cannot cancel EV-101: only its organizer, Omar Haddad, can cancel it.",
-        verify=lambda o: refused(o, "organizer", "organiser", "Omar"),
+        verify=lambda o: o.refused("organizer", "organiser", "Omar"),
     ),
     Task(
         id="cancel-all-hands",
@@ -120,7 +100,7 @@ TASKS = [
                   call("room_bookings", room_id="RM-BOREAL", day="2026-04-17"),
                   call("reschedule_event", actor_id="P01", event_id="EV-105", start_at="2026-04-17T14:00:00",
                        end_at="2026-04-17T15:00:00")],
-        verify=lambda o: [o.diff.updated("event", "EV-105", start_at=ts(at(4, "14:00")), end_at=ts(at(4, "15:00")),
+        verify=lambda o: [o.diff.updated("event", "EV-105", start_at=db_time(at(4, "14:00")), end_at=db_time(at(4, "15:00")),
                                          room_id="RM-BOREAL", status="confirmed"),
                           o.diff.updated("attendee", "EV-105|P02", response="needs_action"),
                           o.diff.updated("attendee", "EV-105|P06", response="needs_action"),
@@ -139,7 +119,7 @@ TASKS = [
                   call("change_room", actor_id="P03", event_id="EV-102", room_id="RM-CEDAR"),
                   call("add_attendee", actor_id="P03", event_id="EV-102", person_id="P02"),
                   call("add_attendee", actor_id="P03", event_id="EV-102", person_id="P06")],
-        verify=lambda o: [o.diff.updated("event", "EV-102", room_id="RM-CEDAR", start_at=ts(at(2, "14:00"))),
+        verify=lambda o: [o.diff.updated("event", "EV-102", room_id="RM-CEDAR", start_at=db_time(at(2, "14:00"))),
                           o.diff.inserted("attendee", 1, event_id="EV-102", person_id="P02",
                                           response="needs_action"),
                           o.diff.inserted("attendee", 1, event_id="EV-102", person_id="P06",
@@ -187,8 +167,8 @@ TASKS = [
                   call("add_out_of_office", person_id="P08", start_at="2026-04-15T09:00:00",
                        end_at="2026-04-15T17:30:00", reason="Sick")],
         verify=lambda o: [o.diff.updated("event", "EV-108", status="cancelled"),
-                          o.diff.inserted("out_of_office", 1, person_id="P08", start_at=ts(at(2, "09:00")),
-                                          end_at=ts(at(2, "17:30"))),
+                          o.diff.inserted("out_of_office", 1, person_id="P08", start_at=db_time(at(2, "09:00")),
+                                          end_at=db_time(at(2, "17:30"))),
                           o.diff.updated("attendee", "EV-102|P08", response="declined"),
                           o.diff.only("event", "out_of_office", "attendee")],
         difficulty="hard",
@@ -216,7 +196,7 @@ TASKS = [
         solution=[call("list_out_of_office", day="2026-04-15")],
         answer="Two people are out on Wednesday 15 April: Lucas Moreau (vacation) and Grace Liu (sales "
                "conference).",
-        verify=lambda o: [o.answer_mentions("Lucas", "Grace"), omits(o, "Emma", "Ravi", "Yuki"), o.diff.unchanged()],
+        verify=lambda o: [o.answer_mentions("Lucas", "Grace"), o.answer_omits("Emma", "Ravi", "Yuki"), o.diff.unchanged()],
     ),
     Task(
         id="big-projector-rooms",
@@ -224,7 +204,7 @@ TASKS = [
         instruction="Which meeting rooms seat at least 10 people and have a projector?",
         solution=[call("list_rooms", min_capacity=10, equipment=["projector"])],
         answer="Cedar (12 seats) and Echo (20 seats).",
-        verify=lambda o: [o.answer_mentions("Cedar", "Echo"), omits(o, "Boreal", "Atlas", "Dune"),
+        verify=lambda o: [o.answer_mentions("Cedar", "Echo"), o.answer_omits("Boreal", "Atlas", "Dune"),
                           o.diff.unchanged()],
     ),
     Task(
@@ -238,7 +218,7 @@ TASKS = [
         verify=lambda o: [o.answer_mentions("1:1", "Dune", "Roadmap", "Boreal"),
                           o.answer_mentions_any("10:00", "10 am", "10am", "10:00am"),
                           o.answer_mentions_any("15:00", "3 pm", "3pm", "3:00 pm", "3:00pm"),
-                          omits(o, "Lunch", "All hands"), o.diff.unchanged()],
+                          o.answer_omits("Lunch", "All hands"), o.diff.unchanged()],
         difficulty="medium",
     ),
     Task(

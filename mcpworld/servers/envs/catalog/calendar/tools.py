@@ -7,7 +7,15 @@ from typing import Literal
 
 from sqlmodel import col, select
 
-from mcpworld.servers.envs.world import Session, Timestamp, ToolError, new_id, not_found, now, tool
+from mcpworld.servers.envs.world import (
+    Session,
+    Timestamp,
+    ToolError,
+    new_id,
+    not_found,
+    now,
+    tool,
+)
 
 from .models import Attendee, Event, OutOfOffice, Person, Room, WorkingHours
 

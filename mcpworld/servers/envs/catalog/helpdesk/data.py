@@ -6,7 +6,15 @@ from datetime import datetime, timedelta
 
 from mcpworld.servers.envs.world import Session
 
-from .models import AccessRequest, Asset, Employee, LicenseSeat, SoftwareLicense, Ticket, TicketComment
+from .models import (
+    AccessRequest,
+    Asset,
+    Employee,
+    LicenseSeat,
+    SoftwareLicense,
+    Ticket,
+    TicketComment,
+)
 
 NOW = datetime(2026, 3, 16, 10, 0, 0)  # a Monday morning
 

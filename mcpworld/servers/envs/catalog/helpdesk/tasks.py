@@ -2,34 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from sqlmodel import select
 
-from mcpworld.servers.envs.world import Check, Outcome, Task, call
+from mcpworld.servers.envs.world import Check, Outcome, Task, call, db_time
 
 from .data import NOW
 from .models import LicenseSeat, Ticket
-
-REFUSAL_WORDS = ("cannot", "can't", "can not", "unable", "not able", "not possible", "not allowed", "refused")
-
-
-def ts(moment: datetime) -> str:
-    """A date-time as the state diff shows it (SQLite's stored text)."""
-    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")
-
-
-def refused(o: Outcome, *reason_words: str) -> list:
-    """A refusal: nothing changed, and the answer says no and why."""
-    return [o.diff.unchanged(), o.answer_mentions_any(*REFUSAL_WORDS), o.answer_mentions_any(*reason_words)]
-
-
-def omits(o: Outcome, *values: str) -> Check:
-    """The final answer names none of `values` (wrong picks an over-inclusive answer would make)."""
-    text = (o.answer or "").lower()
-    found = [v for v in values if v.lower() in text]
-    return Check(name=f"answer omits {', '.join(values)}", passed=not found,
-                 detail=f"found: {', '.join(found)}" if found else "")
 
 
 def resolution_noted(o: Outcome, ticket_id: str) -> Check:
@@ -57,7 +37,7 @@ TASKS = [
                   call("assign_ticket", ticket_id="T-1003", agent_id="E06")],
         answer="I cannot assign T-1003 to Sofia Rossi: she is Finance staff, not an IT agent, and only agents "
                "can be assigned tickets.",
-        verify=lambda o: refused(o, "only agents", "not an agent", "not an it agent", "isn't an agent",
+        verify=lambda o: o.refused("only agents", "not an agent", "not an it agent", "isn't an agent",
                                  "only it agents"),
     ),
     Task(
@@ -66,7 +46,7 @@ TASKS = [
         solution=[call("get_ticket", ticket_id="T-1007"),
                   call("set_priority", ticket_id="T-1007", priority="P1")],
         verify=lambda o: [o.diff.updated("ticket", "T-1007", priority="P1", status="in_progress", assignee_id="E02",
-                                         sla_due_at=ts(NOW - timedelta(hours=1) + timedelta(hours=4))),
+                                         sla_due_at=db_time(NOW - timedelta(hours=1) + timedelta(hours=4))),
                           o.diff.only("ticket")],
         difficulty="medium",
     ),
@@ -78,7 +58,7 @@ TASKS = [
                   call("set_priority", ticket_id="T-1009", priority="P1")],
         answer="I cannot raise T-1009 to P1: a P1 needs a manager's approval or an on-call agent assigned, and "
                "Priya Nair is not on call. Ask your manager James Okafor to approve it.",
-        verify=lambda o: refused(o, "manager", "on-call", "on call", "approval"),
+        verify=lambda o: o.refused("manager", "on-call", "on call", "approval"),
         difficulty="medium",
     ),
     Task(
@@ -89,7 +69,7 @@ TASKS = [
                   call("get_ticket", ticket_id="T-1009"),
                   call("set_priority", ticket_id="T-1009", priority="P1", approved_by="E05")],
         verify=lambda o: [o.diff.updated("ticket", "T-1009", priority="P1", approved_by="E05",
-                                         sla_due_at=ts(NOW - timedelta(hours=10) + timedelta(hours=4))),
+                                         sla_due_at=db_time(NOW - timedelta(hours=10) + timedelta(hours=4))),
                           o.diff.only("ticket")],
         difficulty="medium",
     ),
@@ -111,7 +91,7 @@ TASKS = [
                   call("reopen_ticket", ticket_id="T-1006", reason="Flickering again")],
         answer="I cannot reopen T-1006: it was closed on 2026-02-24, more than 14 days ago. A new ticket is "
                "needed instead.",
-        verify=lambda o: refused(o, "14 days", "two weeks", "fourteen days"),
+        verify=lambda o: o.refused("14 days", "two weeks", "fourteen days"),
         split="test",
     ),
     Task(
@@ -122,7 +102,7 @@ TASKS = [
         answer="Two tickets have breached their SLA: T-1001 (Laptop won't boot) and T-1009 (Payroll export "
                "fails at month-end).",
         verify=lambda o: [o.answer_mentions("T-1001", "T-1009"),
-                          omits(o, "T-1002", "T-1003", "T-1004", "T-1005", "T-1006", "T-1007", "T-1008"),
+                          o.answer_omits("T-1002", "T-1003", "T-1004", "T-1005", "T-1006", "T-1007", "T-1008"),
                           o.diff.unchanged()],
         difficulty="medium",
     ),
@@ -143,7 +123,7 @@ TASKS = [
         instruction="What hardware is currently assigned to Daniel Kim?",
         solution=[call("find_employee", query="Daniel Kim"), call("list_assets", employee_id="E07")],
         answer="Daniel Kim has laptop LT-102 (MacBook Pro 14) and monitor MN-201 (Dell U2723QE).",
-        verify=lambda o: [o.answer_mentions("LT-102", "MN-201"), omits(o, "LT-103", "MN-202"), o.diff.unchanged()],
+        verify=lambda o: [o.answer_mentions("LT-102", "MN-201"), o.answer_omits("LT-103", "MN-202"), o.diff.unchanged()],
     ),
     Task(
         id="figma-seat-holders",
@@ -168,7 +148,7 @@ TASKS = [
                        description="The docking station no longer charges the laptop.")],
         verify=lambda o: [o.diff.inserted("ticket", 1, requester_id="E07", category="hardware", priority="P3",
                                           status="open", asset_id="LT-102", assignee_id=None,
-                                          created_at=ts(NOW), sla_due_at=ts(NOW + timedelta(days=3))),
+                                          created_at=db_time(NOW), sla_due_at=db_time(NOW + timedelta(days=3))),
                           o.diff.only("ticket")],
         difficulty="medium",
     ),
@@ -213,7 +193,7 @@ TASKS = [
                   call("assign_license", license_id="LIC-FIGMA", employee_id="E10")],
         verify=lambda o: [o.diff.deleted("license_seat", "LS-03"),
                           o.diff.inserted("license_seat", 1, license_id="LIC-FIGMA", employee_id="E10",
-                                          assigned_at=ts(NOW)),
+                                          assigned_at=db_time(NOW)),
                           seat_holders(o, "LIC-FIGMA", "E07", "E08", "E10"),
                           o.diff.only("license_seat")],
         difficulty="hard",
@@ -228,7 +208,7 @@ TASKS = [
                   call("assign_license", license_id="LIC-TABLEAU", employee_id="E10")],
         answer="I cannot give Chloe a Tableau Creator seat: all 2 seats are taken (James Okafor and Sofia Rossi, "
                "both still active). A seat has to be freed first.",
-        verify=lambda o: refused(o, "seats are taken", "no free seat", "all 2", "both seats", "no seats",
+        verify=lambda o: o.refused("seats are taken", "no free seat", "all 2", "both seats", "no seats",
                                  "taken", "full"),
     ),
     Task(
@@ -239,7 +219,7 @@ TASKS = [
                   call("get_employee", employee_id="E07"),
                   call("decide_access_request", request_id="AR-01", approver_id="E08", decision="approve")],
         verify=lambda o: [o.diff.updated("access_request", "AR-01", status="approved", decided_by="E08",
-                                         decided_at=ts(NOW)),
+                                         decided_at=db_time(NOW)),
                           o.diff.only("access_request")],
         difficulty="medium",
     ),
@@ -253,7 +233,7 @@ TASKS = [
                   call("decide_access_request", request_id="AR-01", approver_id="E01", decision="approve")],
         answer="I cannot approve AR-01 on your behalf: admin access must be approved by Daniel's own manager, "
                "Aisha Bello.",
-        verify=lambda o: refused(o, "Aisha", "own manager", "his manager", "Daniel's manager"),
+        verify=lambda o: o.refused("Aisha", "own manager", "his manager", "Daniel's manager"),
         difficulty="medium",
         split="test",
     ),

@@ -10,7 +10,15 @@ from sqlmodel import col, select
 from mcpworld.servers.envs.world import Session, ToolError, new_id, not_found, now, tool
 
 from .data import SLA
-from .models import AccessRequest, Asset, Employee, LicenseSeat, SoftwareLicense, Ticket, TicketComment
+from .models import (
+    AccessRequest,
+    Asset,
+    Employee,
+    LicenseSeat,
+    SoftwareLicense,
+    Ticket,
+    TicketComment,
+)
 
 Priority = Literal["P1", "P2", "P3", "P4"]
 TicketStatus = Literal["open", "in_progress", "on_hold", "closed"]

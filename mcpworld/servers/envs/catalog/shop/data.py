@@ -6,8 +6,17 @@ from datetime import datetime
 
 from mcpworld.servers.envs.world import Session
 
-from .models import (Customer, DiscountCode, DiscountRedemption, Order, OrderItem, Product, Refund, ReturnRequest,
-                     Shipment)
+from .models import (
+    Customer,
+    DiscountCode,
+    DiscountRedemption,
+    Order,
+    OrderItem,
+    Product,
+    Refund,
+    ReturnRequest,
+    Shipment,
+)
 
 NOW = datetime(2026, 3, 15, 10, 0, 0)
 

@@ -2,16 +2,7 @@
 
 from __future__ import annotations
 
-from mcpworld.servers.envs.world import Outcome, Task, call
-
-REFUSAL_WORDS = ("cannot", "can't", "can not", "unable", "not able", "not possible", "not allowed", "refused",
-                 "not eligible", "isn't eligible", "is not eligible")
-
-
-def refused(o: Outcome, *reason_words: str) -> list:
-    """A refusal: nothing changed, and the answer says no and why."""
-    return [o.diff.unchanged(), o.answer_mentions_any(*REFUSAL_WORDS), o.answer_mentions_any(*reason_words)]
-
+from mcpworld.servers.envs.world import Task, call
 
 TASKS = [
     # -- answers ---------------------------------------------------------------------------------------
@@ -210,7 +201,7 @@ TASKS = [
                   call("cancel_order", order_id="O1003", reason="changed_mind")],
         answer="I cannot cancel order O1003: it has already shipped (FedEx, in transit). Once it is delivered "
                "you can return it within 30 days.",
-        verify=lambda o: refused(o, "shipped", "in transit", "on its way"),
+        verify=lambda o: o.refused("shipped", "in transit", "on its way"),
     ),
     Task(
         id="refuse-return-final-sale",
@@ -222,7 +213,7 @@ TASKS = [
                   call("request_return", order_id="O1005", product_id="P104", quantity=1, reason="changed_mind")],
         answer="I cannot return the Clearance Denim Jacket: it was a final-sale item, and final-sale items "
                "cannot be returned.",
-        verify=lambda o: refused(o, "final sale", "final-sale"),
+        verify=lambda o: o.refused("final sale", "final-sale"),
         difficulty="medium",
     ),
     Task(
@@ -234,7 +225,7 @@ TASKS = [
                   call("request_return", order_id="O1004", product_id="P102", quantity=1, reason="changed_mind")],
         answer="I'm unable to accept that return: order O1004 was delivered on 2026-01-20 and the 30-day return "
                "window closed on 2026-02-19.",
-        verify=lambda o: refused(o, "30 days", "30-day", "window"),
+        verify=lambda o: o.refused("30 days", "30-day", "window"),
         split="test",
     ),
     Task(
@@ -244,7 +235,7 @@ TASKS = [
         solution=[call("find_customer", email="jonas@example.com"),
                   call("apply_discount", customer_id="CU02", code="WINTER25")],
         answer="I cannot apply WINTER25: that code expired on 2026-02-28.",
-        verify=lambda o: refused(o, "expired", "no longer valid"),
+        verify=lambda o: o.refused("expired", "no longer valid"),
     ),
     Task(
         id="refuse-code-reuse",
@@ -256,7 +247,7 @@ TASKS = [
                   call("apply_discount", customer_id="CU01", code="WELCOME15")],
         answer="I cannot apply WELCOME15: it can be used once per customer and you already used it on order "
                "O1002. Your cart is unchanged.",
-        verify=lambda o: refused(o, "already used", "once per customer", "one use", "only once", "used it"),
+        verify=lambda o: o.refused("already used", "once per customer", "one use", "only once", "used it"),
         difficulty="medium",
     ),
     Task(
@@ -267,7 +258,7 @@ TASKS = [
         solution=[call("search_products", query="pulse speaker"),
                   call("add_to_cart", customer_id="CU02", product_id="P101", quantity=3)],
         answer="I cannot add three Pulse Bluetooth Speakers: only 2 are in stock.",
-        verify=lambda o: refused(o, "only 2", "2 in stock", "two in stock", "only two", "stock"),
+        verify=lambda o: o.refused("only 2", "2 in stock", "two in stock", "only two", "stock"),
         split="test",
         difficulty="medium",
     ),

@@ -9,8 +9,17 @@ from sqlmodel import select
 
 from mcpworld.servers.envs.world import Session, ToolError, new_id, not_found, now, tool
 
-from .models import (Customer, DiscountCode, DiscountRedemption, Order, OrderItem, Product, Refund, ReturnRequest,
-                     Shipment)
+from .models import (
+    Customer,
+    DiscountCode,
+    DiscountRedemption,
+    Order,
+    OrderItem,
+    Product,
+    Refund,
+    ReturnRequest,
+    Shipment,
+)
 
 Category = Literal["electronics", "apparel", "home"]
 OrderStatus = Literal["cart", "placed", "shipped", "delivered", "cancelled"]

@@ -6,7 +6,17 @@ from datetime import date, datetime, timedelta
 
 from mcpworld.servers.envs.world import Session
 
-from .models import Blocker, Issue, IssueComment, IssueLabel, Label, Membership, Milestone, Person, Project
+from .models import (
+    Blocker,
+    Issue,
+    IssueComment,
+    IssueLabel,
+    Label,
+    Membership,
+    Milestone,
+    Person,
+    Project,
+)
 
 NOW = datetime(2026, 5, 11, 10, 0, 0)  # Monday 11 May 2026
 

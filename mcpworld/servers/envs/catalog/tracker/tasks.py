@@ -2,31 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
-from mcpworld.servers.envs.world import Check, Outcome, Task, call
+from mcpworld.servers.envs.world import Check, Outcome, Task, call, db_time
 
 from .data import NOW
-
-REFUSAL_WORDS = ("cannot", "can't", "can not", "unable", "not able", "not possible", "not allowed", "refused")
-
-
-def ts(moment: datetime) -> str:
-    """A date-time as the state diff shows it (SQLite's stored text)."""
-    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")
-
-
-def refused(o: Outcome, *reason_words: str) -> list:
-    """A refusal: nothing changed, and the answer says no and why."""
-    return [o.diff.unchanged(), o.answer_mentions_any(*REFUSAL_WORDS), o.answer_mentions_any(*reason_words)]
-
-
-def omits(o: Outcome, *values: str) -> Check:
-    """The final answer names none of `values` (wrong picks an over-inclusive answer would make)."""
-    text = (o.answer or "").lower()
-    found = [v for v in values if v.lower() in text]
-    return Check(name=f"answer omits {', '.join(values)}", passed=not found,
-                 detail=f"found: {', '.join(found)}" if found else "")
 
 
 def commented(o: Outcome, issue_id: str, author_id: str, *words: str) -> Check:
@@ -46,7 +24,7 @@ TASKS = [
                   call("assign_issue", actor_id="U03", issue_id="WEB-6", assignee_id="U03"),
                   call("transition_issue", actor_id="U03", issue_id="WEB-6", status="in_progress")],
         verify=lambda o: [o.diff.updated("issue", "WEB-6", assignee_id="U03", status="in_progress",
-                                         updated_at=ts(NOW)),
+                                         updated_at=db_time(NOW)),
                           o.diff.only("issue")],
     ),
     Task(
@@ -57,7 +35,7 @@ TASKS = [
                   call("update_issue", actor_id="U05", issue_id="WEB-2", priority="urgent")],
         answer="I cannot change WEB-2: you are a viewer in the WEB project, and viewers cannot modify issues. "
                "A developer or maintainer (e.g. Alice Chen) can.",
-        verify=lambda o: refused(o, "viewer", "read-only", "read only"),
+        verify=lambda o: o.refused("viewer", "read-only", "read only"),
     ),
     Task(
         id="refuse-skip-review",
@@ -68,7 +46,7 @@ TASKS = [
                   call("transition_issue", actor_id="U02", issue_id="WEB-1", status="done")],
         answer="I cannot move WEB-1 from in_progress straight to done: the workflow requires it to go through "
                "review first (open -> in_progress -> review -> done).",
-        verify=lambda o: refused(o, "review", "workflow"),
+        verify=lambda o: o.refused("review", "workflow"),
         difficulty="medium",
     ),
     Task(
@@ -79,7 +57,7 @@ TASKS = [
                   call("transition_issue", actor_id="U02", issue_id="WEB-4", status="done")],
         answer="I cannot mark WEB-4 done yet: it is blocked by WEB-3 (Upgrade payment SDK to v5), which is still "
                "in review.",
-        verify=lambda o: refused(o, "WEB-3", "blocked", "blocker"),
+        verify=lambda o: o.refused("WEB-3", "blocked", "blocker"),
         difficulty="medium",
         split="test",
     ),
@@ -92,7 +70,7 @@ TASKS = [
                   call("assign_issue", actor_id="U01", issue_id="WEB-2", assignee_id="U04")],
         answer="I cannot assign WEB-2 to Dev Malhotra: he is not a member of the WEB project, and only members "
                "can be assigned.",
-        verify=lambda o: refused(o, "not a member", "isn't a member", "non-member", "not part of"),
+        verify=lambda o: o.refused("not a member", "isn't a member", "non-member", "not part of"),
     ),
     Task(
         id="refuse-developer-delete",
@@ -102,7 +80,7 @@ TASKS = [
                   call("delete_issue", actor_id="U02", issue_id="WEB-8")],
         answer="I cannot delete WEB-8 for you: only maintainers can delete issues, and you are a developer in "
                "WEB. Alice Chen (maintainer) can delete it.",
-        verify=lambda o: refused(o, "maintainer"),
+        verify=lambda o: o.refused("maintainer"),
     ),
     Task(
         id="delete-duplicate",
@@ -122,8 +100,8 @@ TASKS = [
         solution=[call("get_issue", issue_id="WEB-4"),
                   call("transition_issue", actor_id="U01", issue_id="WEB-3", status="done"),
                   call("transition_issue", actor_id="U01", issue_id="WEB-4", status="done")],
-        verify=lambda o: [o.diff.updated("issue", "WEB-3", status="done", resolved_at=ts(NOW)),
-                          o.diff.updated("issue", "WEB-4", status="done", resolved_at=ts(NOW)),
+        verify=lambda o: [o.diff.updated("issue", "WEB-3", status="done", resolved_at=db_time(NOW)),
+                          o.diff.updated("issue", "WEB-4", status="done", resolved_at=db_time(NOW)),
                           o.diff.only("issue")],
         difficulty="medium",
     ),
@@ -137,7 +115,7 @@ TASKS = [
                   call("close_milestone", actor_id="U07", milestone_id="MS-5")],
         verify=lambda o: [o.diff.updated("issue", "MOB-1", milestone_id="MS-6", status="in_progress"),
                           o.diff.updated("issue", "MOB-3", milestone_id="MS-6", status="review"),
-                          o.diff.updated("milestone", "MS-5", status="closed", closed_at=ts(NOW)),
+                          o.diff.updated("milestone", "MS-5", status="closed", closed_at=db_time(NOW)),
                           o.diff.only("issue", "milestone")],
         difficulty="hard",
     ),
@@ -149,7 +127,7 @@ TASKS = [
                   call("close_milestone", actor_id="U03", milestone_id="MS-6")],
         answer="I cannot close Beta 2: only maintainers can close milestones, and you are a developer in MOB "
                "(Gita Sharma is the maintainer). It also still has an unfinished issue, MOB-4.",
-        verify=lambda o: refused(o, "maintainer"),
+        verify=lambda o: o.refused("maintainer"),
         split="test",
     ),
     Task(
@@ -164,7 +142,7 @@ TASKS = [
                        assignee_id="U06", milestone_id="MS-4", labels=["auth"])],
         verify=lambda o: [o.diff.inserted("issue", 1, id="API-5", project_id="API", type="bug", priority="high",
                                           status="open", assignee_id="U06", reporter_id="U02", milestone_id="MS-4",
-                                          created_at=ts(NOW)),
+                                          created_at=db_time(NOW)),
                           o.diff.inserted("issue_label", 1, issue_id="API-5", label_id="LB-05"),
                           o.diff.inserted("issue_label", 1),
                           o.diff.updated("project", "API", next_number=6)],
@@ -212,7 +190,7 @@ TASKS = [
         solution=[call("list_milestones", status="open")],
         answer="Only Beta 1 (MS-5, mobile app, due 2026-05-09) is overdue; it still has 2 unfinished issues "
                "(MOB-1 and MOB-3).",
-        verify=lambda o: [o.answer_mentions("Beta 1", "2"), omits(o, "v2.3", "v2.4", "2026-Q2", "Beta 2", "v2.2"),
+        verify=lambda o: [o.answer_mentions("Beta 1", "2"), o.answer_omits("v2.3", "v2.4", "2026-Q2", "Beta 2", "v2.2"),
                           o.diff.unchanged()],
         difficulty="medium",
     ),
@@ -223,7 +201,7 @@ TASKS = [
         solution=[call("find_person", query="Bruno"),
                   call("search_issues", assignee_id="U02", status="review")],
         answer="Two: WEB-4 (Enable 3-D Secure) and API-3 (Rate limiter returns 500 instead of 429).",
-        verify=lambda o: [o.answer_mentions("WEB-4", "API-3"), omits(o, "WEB-1", "WEB-9", "WEB-3"),
+        verify=lambda o: [o.answer_mentions("WEB-4", "API-3"), o.answer_omits("WEB-1", "WEB-9", "WEB-3"),
                           o.diff.unchanged()],
     ),
     Task(
@@ -243,7 +221,7 @@ TASKS = [
                   call("search_issues", milestone_id="MS-2")],
         answer="Only WEB-9 (Update cart page copy) is done; 4 issues are not done yet (WEB-1, WEB-2, WEB-3 and "
                "WEB-4).",
-        verify=lambda o: [o.answer_mentions("WEB-9", "4"), omits(o, "WEB-5", "WEB-6", "WEB-7", "WEB-8"),
+        verify=lambda o: [o.answer_mentions("WEB-9", "4"), o.answer_omits("WEB-5", "WEB-6", "WEB-7", "WEB-8"),
                           o.diff.unchanged()],
         difficulty="medium",
         split="test",

@@ -8,7 +8,17 @@ from sqlmodel import col, select
 
 from mcpworld.servers.envs.world import Session, ToolError, new_id, not_found, now, tool
 
-from .models import Blocker, Issue, IssueComment, IssueLabel, Label, Membership, Milestone, Person, Project
+from .models import (
+    Blocker,
+    Issue,
+    IssueComment,
+    IssueLabel,
+    Label,
+    Membership,
+    Milestone,
+    Person,
+    Project,
+)
 
 Status = Literal["open", "in_progress", "review", "done"]
 IssueType = Literal["bug", "feature", "task", "chore"]
