@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -56,7 +57,7 @@ class ReplayLLM:
         if reply is None:
             return JSONResponse({"error": {"message": "no script matches this conversation"}}, status_code=404)
         if "sleep" in reply:
-            time.sleep(float(reply["sleep"]))
+            await anyio.sleep(float(reply["sleep"]))
         if "status" in reply:
             return JSONResponse({"error": {"message": "scripted failure"}}, status_code=int(reply["status"]))
         if "raw" in reply:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable
-from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,20 +79,50 @@ async def run(spec: RunSpec, make_policy: Callable[[int], Policy],
         send.send_nowait(job)
     send.close()
 
+    def record(traj: Trajectory) -> None:
+        if writer is not None:
+            writer.append(traj)
+        results.append(traj)
+        if on_done is not None:
+            on_done(traj)
+
     async def worker(index: int) -> None:
         policy = make_policy(index)
-        connection = _Connection(spec)
-        try:
-            async with receive.clone() as queue:
-                async for task, sample in queue:
-                    traj = await connection.play(name, task, sample, policy)
-                    if writer is not None:
-                        writer.append(traj)
-                    results.append(traj)
-                    if on_done is not None:
-                        on_done(traj)
-        finally:
-            await connection.close()
+        async with receive.clone() as queue:
+            pending, attempts = None, 0
+            while True:
+                if pending is None:
+                    try:
+                        pending, attempts = await queue.receive(), 0
+                    except anyio.EndOfStream:
+                        return
+                attempts += 1
+                try:
+                    # The connection wraps a run of episodes lexically: if the transport dies, the SDK cancels
+                    # this scope, we land after it with the interrupted job still pending, and reconnect.
+                    async with connect(spec.server, registry=spec.registry, timeout=spec.config.turn_timeout_s) as c:
+                        ctl = EpisodeControl(c, spec.config.turn_timeout_s)
+                        while pending is not None:
+                            task, sample = pending
+                            traj = await run_episode(ctl, name, task, policy, spec.config, sample=sample,
+                                                     seed=spec.seed + sample)
+                            record(traj)
+                            pending = None
+                            if traj.termination == "server_error":
+                                break
+                            try:
+                                pending, attempts = queue.receive_nowait(), 1
+                            except anyio.WouldBlock:
+                                pending = None
+                            except anyio.EndOfStream:
+                                return
+                except Exception as exc:  # could not connect: try once more, then record the failure
+                    if pending is not None and attempts >= 2:
+                        record(_failed(spec, name, pending, policy, exc))
+                        pending = None
+                if pending is not None and attempts >= 2:  # the connection died under this job twice
+                    record(_failed(spec, name, pending, policy, ConnectionError("connection lost mid-episode")))
+                    pending = None
 
     async with anyio.create_task_group() as tg:
         for i in range(max(1, min(spec.concurrency, len(jobs)))):
@@ -102,39 +131,11 @@ async def run(spec: RunSpec, make_policy: Callable[[int], Policy],
     return results, summarize(results, skipped=len(done))
 
 
-class _Connection:
-    """A worker's MCP connection, reused across its episodes and reopened after a server error."""
-
-    def __init__(self, spec: RunSpec):
-        self.spec = spec
-        self.stack: AsyncExitStack | None = None
-        self.ctl: EpisodeControl | None = None
-
-    async def play(self, name: str, task: TaskInfo, sample: int, policy: Policy) -> Trajectory:
-        spec = self.spec
-        try:
-            if self.ctl is None:
-                self.stack = AsyncExitStack()
-                client = await self.stack.enter_async_context(
-                    connect(spec.server, registry=spec.registry, timeout=spec.config.turn_timeout_s))
-                self.ctl = EpisodeControl(client, spec.config.turn_timeout_s)
-        except Exception as exc:
-            await self.close()
-            return Trajectory(server=name, task=task.id, sample=sample, seed=spec.seed + sample,
-                              policy=policy.name, model=policy.model, termination="server_error",
-                              error=f"{type(exc).__name__}: {exc}", reward=-1.0 if spec.config.penalize else 0.0)
-        traj = await run_episode(self.ctl, name, task, policy, spec.config, sample=sample, seed=spec.seed + sample)
-        if traj.termination == "server_error":
-            await self.close()
-        return traj
-
-    async def close(self) -> None:
-        stack, self.stack, self.ctl = self.stack, None, None
-        if stack is not None:
-            try:  # no cancel scope here: the client's own scopes must unwind in the order they were entered
-                await stack.aclose()
-            except Exception:  # a broken connection may fail to close; it is gone either way
-                pass
+def _failed(spec: RunSpec, name: str, job: tuple[TaskInfo, int], policy: Policy, exc: BaseException) -> Trajectory:
+    task, sample = job
+    return Trajectory(server=name, task=task.id, sample=sample, seed=spec.seed + sample, policy=policy.name,
+                      model=policy.model, termination="server_error", error=f"{type(exc).__name__}: {exc}",
+                      reward=-1.0 if spec.config.penalize else 0.0)
 
 
 def best_of_n(trajectories: list[Trajectory],

@@ -1,0 +1,223 @@
+"""The agent against real world servers over HTTP, with a real local OpenAI-compatible replay server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import anyio
+import pytest
+
+from mcpworld.agent.formats import get_format
+from mcpworld.agent.loop import EpisodeConfig, window
+from mcpworld.agent.policies import OpenAIPolicy, OraclePolicy, RandomPolicy, ReplayPolicy, random_value
+from mcpworld.agent.runner import RunSpec, best_of_n, list_tasks, run
+from mcpworld.agent.trajectory import Trajectory, TrajectoryWriter, read_trajectories
+from mcpworld.llm import ChatClient
+from mcpworld.llm_replay import ReplayLLM, serve
+from mcpworld.testing import free_port, mcpworld_cmd, wait_http
+
+CANCEL = "booked reservation ZFA04Y an hour ago"  # the cancel-within-24h instruction
+
+
+def airline(url: str) -> str:
+    return f"{url}/worlds/airline/mcp"
+
+
+def tasks_named(url: str, *ids: str, world: str = "airline"):
+    tasks = anyio.run(list_tasks, f"{url}/worlds/{world}/mcp", None, None)
+    return [t for t in tasks if t.id in ids] if ids else tasks
+
+
+def run_with(url: str, policy_factory, tasks, tmp_path: Path, **kw):
+    spec = RunSpec(server=airline(url), tasks=tasks, output=tmp_path / "out.jsonl", **kw)
+    return anyio.run(lambda: run(spec, policy_factory))
+
+
+def native_script() -> list[dict]:
+    return [
+        {"content": None, "tool_calls": [{"name": "get_reservation", "arguments": {"reservation_id": "ZFA04Y"}}]},
+        {"content": None, "tool_calls": [{"name": "cancel_reservation",
+                                          "arguments": {"reservation_id": "ZFA04Y", "reason": "change_of_plan"}}]},
+        {"content": "Cancelled ZFA04Y and refunded 420.00 to your card."},
+    ]
+
+
+def text_script() -> list[dict]:
+    return [
+        {"content": 'Let me look.\n<tool_call>{"name": "get_reservation", "arguments": {"reservation_id": "ZFA04Y"}}'
+                    "</tool_call>"},
+        {"content": '<tool_call>{"name": "cancel_reservation", "arguments": {"reservation_id": "ZFA04Y", '
+                    '"reason": "change_of_plan"}}</tool_call>'},
+        {"content": "Done: ZFA04Y is cancelled."},
+    ]
+
+
+def awm_script() -> list[dict]:
+    call = '<tool_call>{{"name": "call_tool", "arguments": {{"tool_name": "{}", "arguments": {}}}}}</tool_call>'
+    return [
+        {"content": '<tool_call>{"name": "list_tools", "arguments": {}}</tool_call>'},
+        {"content": call.format("get_reservation", '{"reservation_id": "ZFA04Y"}')},
+        {"content": call.format("cancel_reservation", '{"reservation_id": "ZFA04Y", "reason": "change_of_plan"}')},
+        {"content": "Cancelled."},
+    ]
+
+
+@pytest.mark.parametrize(("fmt", "script"), [("native", native_script), ("text", text_script), ("awm", awm_script)])
+def test_openai_policy_end_to_end(worlds_url: str, tmp_path: Path, fmt: str, script) -> None:
+    llm = ReplayLLM({CANCEL: script()})
+    with serve(llm, free_port()) as base_url:
+        trajs, summary = run_with(worlds_url, lambda i: OpenAIPolicy(ChatClient(base_url=base_url, model="m"),
+                                                                     get_format(fmt)),
+                                  tasks_named(worlds_url, "cancel-within-24h"), tmp_path)
+    [t] = trajs
+    assert t.termination == "final_answer" and t.reward == 1.0, t.error
+    assert t.verdict.passed and t.verdict.evidence["diff"]["reservation"]["updated"][0]["key"] == "ZFA04Y"
+    assert t.model == "m" and t.format == fmt and t.usage.get("completion_tokens", 0) > 0
+    assert [c.name for s in t.steps for c in s.calls] == ["get_reservation", "cancel_reservation"]
+    if fmt == "native":
+        assert llm.requests[0]["tools"] and any(m["role"] == "tool" for m in t.messages)
+        assert t.messages[-1]["content"].startswith("Cancelled ZFA04Y")
+    else:
+        assert "tools" not in llm.requests[0]
+    assert read_trajectories(tmp_path / "out.jsonl")[0].verdict.passed
+    assert summary.success_rate == 1.0
+
+
+@pytest.mark.parametrize(("reply", "reason"), [
+    ({"content": "<tool_call>{not json}</tool_call>"}, "malformed <tool_call>"),
+    ({"content": '<tool_call>{"name": "launch_rockets", "arguments": {}}</tool_call>'},
+     "unknown tool 'launch_rockets'"),
+    ({"content": '<tool_call>{"name": "get_reservation"'}, "unterminated <tool_call>"),
+])
+def test_malformed_output_ends_with_minus_one(worlds_url: str, tmp_path: Path, reply: dict, reason: str) -> None:
+    with serve(ReplayLLM({CANCEL: [reply]}), free_port()) as base_url:
+        [t], summary = run_with(worlds_url, lambda i: OpenAIPolicy(ChatClient(base_url=base_url), get_format("text")),
+                                tasks_named(worlds_url, "cancel-within-24h"), tmp_path)
+    assert t.reward == -1.0 and reason in t.error
+    assert t.termination in ("format_error", "unknown_tool")
+    assert summary.failures == {t.termination: 1}
+
+
+def test_broken_endpoints_fail_episodes_not_the_run(worlds_url: str, tmp_path: Path) -> None:
+    tasks = tasks_named(worlds_url, "cancel-within-24h", "flight-status", "update-email")
+    llm = ReplayLLM({
+        CANCEL: [{"status": 500}],
+        "MW307-0602": [{"raw": "this is not json"}],
+        "grace.hopper@navy.mil": [{"sleep": 3}],
+    })
+    with serve(llm, free_port()) as base_url:
+        trajs, summary = run_with(
+            worlds_url,
+            lambda i: OpenAIPolicy(ChatClient(base_url=base_url, timeout_s=1, retries=1), get_format("native")),
+            tasks, tmp_path, concurrency=3)
+    by_task = {t.task: t for t in trajs}
+    failed = by_task["cancel-within-24h"]
+    assert failed.termination == "model_error" and "HTTP 500" in failed.error
+    assert "no choices" in by_task["flight-status"].error
+    assert "timed out" in by_task["update-email"].error
+    assert summary.episodes == 3 and summary.failures == {"model_error": 3}
+    assert len(read_trajectories(tmp_path / "out.jsonl")) == 3
+
+
+@pytest.mark.parametrize("world", ["airline", "shop", "bank", "helpdesk", "calendar", "tracker"])
+def test_oracle_solves_every_task_and_random_mostly_fails(worlds_url: str, tmp_path: Path, world: str) -> None:
+    tasks = tasks_named(worlds_url, world=world)
+    spec = RunSpec(server=f"{worlds_url}/worlds/{world}/mcp", tasks=tasks, concurrency=4,
+                   output=tmp_path / "oracle.jsonl")
+    trajs, summary = anyio.run(lambda: run(spec, lambda i: OraclePolicy()))
+    assert summary.episodes == len(tasks) and all(t.reward == 1.0 for t in trajs), \
+        [(t.task, t.error, t.verdict and [c for c in t.verdict.checks if not c.passed]) for t in trajs if t.reward != 1]
+    spec.output = tmp_path / "random.jsonl"
+    _, rnd = anyio.run(lambda: run(spec, lambda i: RandomPolicy(seed=i)))
+    assert rnd.success_rate <= 0.2
+
+
+def test_replay_policy_and_resume(worlds_url: str, tmp_path: Path) -> None:
+    tasks = tasks_named(worlds_url, "cancel-within-24h", "gift-card-balance")
+    out = tmp_path / "oracle.jsonl"
+    spec = RunSpec(server=airline(worlds_url), tasks=tasks, samples=2, output=out)
+    anyio.run(lambda: run(spec, lambda i: OraclePolicy()))
+    again, summary = anyio.run(lambda: run(RunSpec(server=airline(worlds_url), tasks=tasks, samples=3, output=out,
+                                                   resume=True), lambda i: OraclePolicy()))
+    assert summary.skipped == 4 and [t.sample for t in again] == [2, 2]
+    assert len(read_trajectories(out)) == 6
+    replayed, rs = run_with(worlds_url, lambda i: ReplayPolicy(out), tasks, tmp_path)
+    assert rs.success_rate == 1.0
+
+
+def test_server_killed_mid_run(tmp_path: Path) -> None:
+    port = free_port()
+    proc = subprocess.Popen(mcpworld_cmd("serve", "worlds", "--only", "airline", "--port", str(port)),
+                            env={**os.environ, "MCPWORLD_HOME": str(tmp_path)}, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    wait_http(url + "/healthz", proc)
+    tasks = tasks_named(url)
+    slow = ReplayLLM({t.instruction[:40]: [{"sleep": 0.3, "content": "thinking"}] for t in tasks})
+    out = tmp_path / "run.jsonl"
+
+    async def main():
+        async with anyio.create_task_group() as tg:
+            async def killer():
+                await anyio.sleep(1.0)
+                proc.send_signal(signal.SIGKILL)
+            tg.start_soon(killer)
+            spec = RunSpec(server=airline(url), tasks=tasks, concurrency=2, output=out,
+                           config=EpisodeConfig(turn_timeout_s=5))
+            return await run(spec, lambda i: OpenAIPolicy(ChatClient(base_url=base_url, timeout_s=5, retries=0)))
+
+    with serve(slow, free_port()) as base_url:
+        trajs, summary = anyio.run(main)
+    proc.wait(timeout=10)
+    assert summary.episodes == len(tasks)
+    assert summary.failures.get("server_error", 0) >= 1
+    dead = [t for t in trajs if t.termination == "server_error"]
+    assert all(t.error and t.reward == -1.0 for t in dead)
+    lines = out.read_text().splitlines()
+    assert len(lines) == len(tasks) and all(json.loads(line)["task"] for line in lines)
+
+
+def test_torn_last_line_is_repaired(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    good = Trajectory(server="s", task="a", policy="oracle")
+    path.write_text(good.model_dump_json() + "\n" + '{"server": "s", "task": "b", "pol')
+    TrajectoryWriter(path).append(Trajectory(server="s", task="c", policy="oracle"))
+    assert [t.task for t in read_trajectories(path)] == ["a", "c"]
+    assert path.read_text().count("\n") == 2
+
+
+def test_history_window_keeps_task_and_last_turns() -> None:
+    messages = [{"role": "system"}, {"role": "user", "content": "task"}]
+    for i in range(5):
+        messages += [{"role": "assistant", "content": f"a{i}"}, {"role": "tool", "content": f"r{i}"}]
+    kept = window(messages, 2)
+    assert kept[:2] == messages[:2] and [m.get("content") for m in kept[2:]] == ["a3", "r3", "a4", "r4"]
+    assert window(messages, None) == messages
+
+
+def test_random_values_satisfy_schemas() -> None:
+    import random
+
+    import jsonschema
+
+    rng = random.Random(1)
+    schema = {"type": "object", "properties": {
+        "cabin": {"enum": ["economy", "business"]}, "n": {"type": "integer", "minimum": 1, "maximum": 9},
+        "when": {"type": "string", "format": "date"}, "maybe": {"anyOf": [{"type": "string"}, {"type": "null"}]}},
+        "required": ["cabin", "n"]}
+    for _ in range(50):
+        jsonschema.validate(random_value(schema, rng), schema)
+
+
+def test_best_of_n_picks_the_best_sample() -> None:
+    from mcpworld.models import Verdict
+
+    def t(sample: int, score: float) -> Trajectory:
+        return Trajectory(server="s", task="x", sample=sample, policy="p",
+                          verdict=Verdict(passed=score == 1, score=score))
+
+    assert best_of_n([t(0, 0.5), t(1, 1.0), t(2, 1.0)])["x"].sample == 1
