@@ -101,6 +101,13 @@ class EpisodeControl:
     def __init__(self, client: Any, timeout_s: float | None = None):
         self.client = client
         self.timeout_s = timeout_s
+        self._tools: list[types.Tool] | None = None
+
+    async def tools(self) -> list[types.Tool]:
+        """The server's domain tools, listed once per connection (they do not change between episodes)."""
+        if self._tools is None:
+            self._tools = (await self.client.list_tools()).tools
+        return self._tools
 
     async def _send(self, request: Any, result_type: type[types.Result]) -> Any:
         return await self.client.session.send_request(request, result_type, self.timeout_s)

@@ -18,13 +18,11 @@ from typing import Any
 
 import anyio
 from fastapi import FastAPI
-from starlette.routing import Mount
 
 from mcpworld.paths import home
 from mcpworld.registry.api import create_app
 from mcpworld.registry.export import export
 from mcpworld.registry.health import check_all
-from mcpworld.registry.mcp_server import registry_mcp_server
 from mcpworld.registry.records import local_record
 from mcpworld.registry.store import RegistryStore
 from mcpworld.servers.envs.host import running, world_path, world_routes
@@ -81,28 +79,20 @@ def world_records(stack: Stack) -> list[dict[str, Any]]:
 
 
 def build_app(stack: Stack) -> FastAPI:
-    registry_mcp = registry_mcp_server(stack.store)
-    registry_mcp_app = registry_mcp.streamable_http_app(streamable_http_path="/mcp", host=stack.host)
+    """The registry app with every world mounted at /worlds/<name>/mcp, registered and health-checked."""
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async def worlds_lifespan(app: FastAPI) -> AsyncIterator[None]:
         stack.records = world_records(stack)
         for record in stack.records:
             stack.store.publish(record, replace=True)
-        async with running(stack.worlds), registry_mcp.session_manager.run(), anyio.create_task_group() as tg:
+        async with running(stack.worlds), anyio.create_task_group() as tg:
             tg.start_soon(_health_loop, stack)
             yield
             tg.cancel_scope.cancel()
 
-    app = create_app(stack.store, stack.token, lifespan=lifespan)
-    for route in world_routes(stack.worlds, stack.host):
-        app.router.routes.append(route)
-    app.router.routes.append(Mount("/registry", app=registry_mcp_app))
-
-    @app.get("/healthz", include_in_schema=False)
-    def healthz() -> dict[str, Any]:
-        return {"status": "ok", "worlds": len(stack.worlds), "servers": stack.store.count()}
-
+    app = create_app(stack.store, stack.token, host=stack.host, extra=worlds_lifespan)
+    app.router.routes.extend(world_routes(stack.worlds, stack.host))
     return app
 
 

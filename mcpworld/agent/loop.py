@@ -58,7 +58,7 @@ async def run_episode(ctl: EpisodeControl, server: str, task: TaskInfo, policy: 
     try:
         with anyio.fail_after(config.episode_timeout_s):
             traj.episode = (await ctl.start(task.id, seed)).episode
-            tools = (await ctl.client.list_tools()).tools
+            tools = await ctl.tools()
             names = {t.name for t in tools}
             system = "\n\n".join(p for p in (SYSTEM, policy.format.system_prompt(tools)) if p)
             traj.messages = [{"role": "system", "content": system}, {"role": "user", "content": task.instruction}]

@@ -6,6 +6,8 @@ Reads are open; writes (publish, status changes, health checks) need the bearer 
 from __future__ import annotations
 
 import secrets
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from typing import Any
 
@@ -14,6 +16,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from mcpworld import __version__
+from mcpworld.registry.mcp_server import registry_mcp_server
 from mcpworld.registry.records import RecordError
 from mcpworld.registry.store import Conflict, NotFound, RegistryStore, Status
 
@@ -116,7 +119,24 @@ def registry_router(store: RegistryStore, token: str) -> APIRouter:
     return router
 
 
-def create_app(store: RegistryStore, token: str, lifespan: Any = None) -> FastAPI:
+def create_app(store: RegistryStore, token: str, *, host: str = "127.0.0.1",
+               extra: Callable[[FastAPI], AbstractAsyncContextManager[None]] | None = None) -> FastAPI:
+    """The registry: REST at /v0 (and /v0.1), its MCP server at /registry/mcp, GET /healthz.
+
+    `extra` is a lifespan to run inside the registry's own (how `mcpworld up` adds the worlds).
+    """
+    registry_mcp = registry_mcp_server(store)
+    mcp_app = registry_mcp.streamable_http_app(streamable_http_path="/mcp", host=host)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with registry_mcp.session_manager.run():
+            if extra is None:
+                yield
+            else:
+                async with extra(app):
+                    yield
+
     app = FastAPI(title="mcpworld registry", version=__version__, lifespan=lifespan,
                   description="MCP servers for agent environments, in the official MCP Registry's /v0 shapes.")
     router = registry_router(store, token)
@@ -127,4 +147,9 @@ def create_app(store: RegistryStore, token: str, lifespan: Any = None) -> FastAP
     def kinds() -> dict[str, int]:
         return store.kinds()
 
+    @app.get("/healthz", include_in_schema=False)
+    def healthz() -> dict[str, Any]:
+        return {"status": "ok", "servers": store.count()}
+
+    app.mount("/registry", mcp_app)
     return app

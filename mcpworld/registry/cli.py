@@ -172,6 +172,33 @@ def registry_export(registry: str | None, fmt: str, output: Path | None, names: 
     click.echo(f"wrote {len(docs)} server(s) to {output}")
 
 
+@registry_group.command("serve")
+@click.option("--port", type=int, default=8765, show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--db", default=None, envvar="MCPWORLD_REGISTRY_DB",
+              help="SQLAlchemy URL, e.g. postgresql://host/registry when several hosts share one registry.")
+@click.option("--token", default=None, envvar="MCPWORLD_REGISTRY_TOKEN", help="Bearer token for writes.")
+def registry_serve(port: int, host: str, db: str | None, token: str | None) -> None:
+    """Serve only the registry (REST /v0 and /registry/mcp), with no worlds: for a shared, multi-host registry.
+
+    \b
+    Example:
+      mcpworld registry serve --port 9000 --db postgresql://db.internal/mcpworld
+    """
+    import uvicorn
+
+    from mcpworld.registry.api import create_app
+    from mcpworld.registry.store import RegistryStore
+    from mcpworld.up import registry_token
+
+    secret, is_new = registry_token(token)
+    store = RegistryStore(db)
+    click.echo(f"registry at http://{host}:{port}/v0/servers ({store.url})", err=True)
+    if is_new:
+        click.echo(f"registry token (shown once): {secret}", err=True)
+    uvicorn.run(create_app(store, secret, host=host), host=host, port=port, log_level="warning")
+
+
 @click.command("up")
 @click.option("--port", type=int, default=8765, show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True,

@@ -57,7 +57,8 @@ def world_routes(servers: Sequence[WorldServer], host: str = "127.0.0.1") -> lis
         ]})
 
     mounts = [
-        Mount(f"/worlds/{name}", app=s.server.streamable_http_app(streamable_http_path="/mcp", host=host))
+        Mount(f"/worlds/{name}", app=s.server.streamable_http_app(streamable_http_path="/mcp", host=host,
+                                                                    json_response=True))
         for name, s in by_name.items()
     ]
     return [Route("/worlds", index), *mounts]
