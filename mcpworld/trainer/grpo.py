@@ -1,0 +1,213 @@
+"""The embedded trainer: GRPO (or RLOO) on one machine, with torch and transformers, over MCP rollouts.
+
+Each step: pick tasks, play a group of episodes per task with the local model as the policy (generation
+in-process, actions through the world's MCP server), reward with the verifier, compute group advantages,
+and take a clipped policy-gradient step with clip-higher and a KL penalty to the frozen reference model.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import torch
+import torch.nn.functional as F
+
+from mcpworld.agent.formats import Action, TextFormat
+from mcpworld.agent.loop import EpisodeConfig, run_episode
+from mcpworld.models import TaskInfo
+from mcpworld.protocol import EpisodeControl
+from mcpworld.trainer.advantages import Estimator, advantages, degenerate
+from mcpworld.trainer.rewards import verifier_reward
+
+
+@dataclass
+class GRPOConfig:
+    steps: int = 20
+    tasks_per_step: int = 4
+    group_size: int = 8
+    max_turns: int = 4
+    max_new_tokens: int = 64
+    temperature: float = 1.0
+    lr: float = 1e-4
+    eps_low: float = 0.2
+    eps_high: float = 0.28  # clip-higher (DAPO): a wider upper bound keeps exploration alive
+    kl_coef: float = 0.01
+    estimator: Estimator = "group_norm"
+    drop_degenerate: bool = True
+    ppo_epochs: int = 1
+    seed: int = 0
+    checkpoint_every: int = 0
+    output: Path = field(default_factory=lambda: Path("grpo-run"))
+
+
+@dataclass
+class Turn:
+    prompt_ids: list[int]
+    action_ids: list[int]
+    old_logprobs: list[float]
+
+
+# transformers 5 renamed the KV cache from `past_key_values` to `cache`; accept both.
+@functools.cache
+def _cache_arg(model_type: type) -> str:
+    return "cache" if "cache" in inspect.signature(model_type.forward).parameters else "past_key_values"
+
+
+def _cache(out: Any) -> Any:
+    return out.get("cache", None) if "cache" in out else out.get("past_key_values", None)
+
+
+def render(messages: list[dict[str, Any]], tokenizer: Any) -> str:
+    """The prompt text: the tokenizer's chat template when it has one, else a plain role-prefixed transcript."""
+    if getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    lines = [f"{m['role']}: {m.get('content') or ''}" for m in messages]
+    return "\n".join(lines) + "\nassistant:"
+
+
+class LocalPolicy:
+    """The model being trained, as an agent policy; it records what it generated for the update."""
+
+    name = "local"
+
+    def __init__(self, lm: Any, tokenizer: Any, config: GRPOConfig, generator: torch.Generator):
+        self.lm, self.tokenizer, self.config, self.generator = lm, tokenizer, config, generator
+        self.format = TextFormat()
+        self.model = getattr(lm.config, "_name_or_path", None) or "local"
+        self.turns: list[Turn] = []
+
+    @torch.no_grad()
+    def generate(self, prompt_ids: list[int]) -> tuple[list[int], list[float]]:
+        eos = self.tokenizer.eos_token_id
+        out = self.lm(torch.tensor([prompt_ids]), use_cache=True)
+        cache, logits = _cache(out), out.logits[0, -1]
+        action, logps = [], []
+        for _ in range(self.config.max_new_tokens):
+            logp = F.log_softmax(logits / self.config.temperature, dim=-1)
+            token = int(torch.multinomial(logp.exp(), 1, generator=self.generator))
+            action.append(token)
+            logps.append(float(logp[token]))
+            if token == eos:
+                break
+            out = self.lm(torch.tensor([[token]]), use_cache=True, **{_cache_arg(type(self.lm)): cache})
+            cache, logits = _cache(out), out.logits[0, -1]
+        return action, logps
+
+    async def act(self, messages: list[dict[str, Any]], tools: list[types.Tool], task: TaskInfo) -> Action:
+        prompt_ids = self.tokenizer(render(messages, self.tokenizer), add_special_tokens=False)["input_ids"]
+        action_ids, logps = self.generate(prompt_ids)
+        self.turns.append(Turn(prompt_ids, action_ids, logps))
+        text = self.tokenizer.decode(action_ids, skip_special_tokens=True)
+        return self.format.parse({"role": "assistant", "content": text}, messages)
+
+
+def action_logprobs(lm: Any, turn: Turn, temperature: float) -> torch.Tensor:
+    ids = torch.tensor([turn.prompt_ids + turn.action_ids])
+    logits = lm(ids).logits[0, len(turn.prompt_ids) - 1: -1] / temperature
+    return F.log_softmax(logits, dim=-1).gather(-1, torch.tensor(turn.action_ids).unsqueeze(-1)).squeeze(-1)
+
+
+def policy_loss(lm: Any, ref: Any, samples: list[tuple[list[Turn], float]], config: GRPOConfig
+                ) -> tuple[torch.Tensor, dict[str, float]]:
+    """Token-mean clipped surrogate with clip-higher, plus k3 KL to the reference model."""
+    surrogate, kls, clipped, n = [], [], 0, 0
+    for turns, adv in samples:
+        for turn in turns:
+            if not turn.action_ids:
+                continue
+            new = action_logprobs(lm, turn, config.temperature)
+            with torch.no_grad():
+                old_ref = action_logprobs(ref, turn, config.temperature)
+            ratio = torch.exp(new - torch.tensor(turn.old_logprobs))
+            bounded = torch.clamp(ratio, 1 - config.eps_low, 1 + config.eps_high)
+            surrogate.append(torch.minimum(ratio * adv, bounded * adv))
+            delta = old_ref - new
+            kls.append(torch.exp(delta) - delta - 1)
+            clipped += int((ratio != bounded).sum())
+            n += len(turn.action_ids)
+    if not surrogate:
+        zero = torch.zeros((), requires_grad=True)
+        return zero, {"loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "tokens": 0}
+    pg = -torch.cat(surrogate).mean()
+    kl = torch.cat(kls).mean()
+    loss = pg + config.kl_coef * kl
+    return loss, {"loss": loss.item(), "kl": kl.item(), "clip_frac": clipped / max(n, 1), "tokens": n}
+
+
+class GRPOTrainer:
+    def __init__(self, lm: Any, tokenizer: Any, ctl: EpisodeControl, server: str, tasks: list[TaskInfo],
+                 config: GRPOConfig):
+        self.lm, self.tokenizer, self.config = lm, tokenizer, config
+        self.ctl, self.server, self.tasks = ctl, server, tasks
+        torch.manual_seed(config.seed)
+        self.rng = random.Random(config.seed)
+        self.generator = torch.Generator().manual_seed(config.seed)
+        self.ref = copy.deepcopy(lm).eval()
+        for p in self.ref.parameters():
+            p.requires_grad_(False)
+        self.optimizer = torch.optim.AdamW(lm.parameters(), lr=config.lr)
+        config.output.mkdir(parents=True, exist_ok=True)
+        self.metrics_path = config.output / "metrics.jsonl"
+
+    async def rollout(self, task: TaskInfo, step: int) -> tuple[list[list[Turn]], list[float], list[bool]]:
+        turns, rewards, passed = [], [], []
+        episode_config = EpisodeConfig(max_turns=self.config.max_turns, turn_timeout_s=600)
+        for g in range(self.config.group_size):
+            policy = LocalPolicy(self.lm, self.tokenizer, self.config, self.generator)
+            traj = await run_episode(self.ctl, self.server, task, policy, episode_config, sample=g,
+                                     seed=step * 1000 + g)
+            turns.append(policy.turns)
+            rewards.append((await verifier_reward(traj)).value)
+            passed.append(bool(traj.verdict and traj.verdict.passed))
+        return turns, rewards, passed
+
+    async def train(self, on_step: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+        history = []
+        for step in range(self.config.steps):
+            began = time.perf_counter()
+            chosen = self.rng.sample(self.tasks, min(self.config.tasks_per_step, len(self.tasks)))
+            self.lm.eval()
+            samples, all_rewards, all_passed, dropped = [], [], [], 0
+            for task in chosen:
+                turns, rewards, passed = await self.rollout(task, step)
+                all_rewards += rewards
+                all_passed += passed
+                if self.config.drop_degenerate and degenerate(rewards):
+                    dropped += 1
+                    continue
+                samples += list(zip(turns, advantages(rewards, self.config.estimator)))
+            self.lm.train()
+            stats: dict[str, float] = {"loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "tokens": 0}
+            for _ in range(self.config.ppo_epochs if samples else 0):
+                loss, stats = policy_loss(self.lm, self.ref, samples, self.config)
+                self.optimizer.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(self.lm.parameters(), 1.0)
+                self.optimizer.step()
+            record = {"step": step, "mean_reward": sum(all_rewards) / len(all_rewards),
+                      "pass_rate": sum(all_passed) / len(all_passed), "degenerate_groups": dropped,
+                      "groups": len(chosen), **stats, "seconds": round(time.perf_counter() - began, 3)}
+            with open(self.metrics_path, "a") as f:
+                f.write(json.dumps(record) + "\n")
+            history.append(record)
+            if on_step is not None:
+                on_step(record)
+            if self.config.checkpoint_every and (step + 1) % self.config.checkpoint_every == 0:
+                self.save(self.config.output / f"checkpoint-{step + 1}")
+        self.save(self.config.output / "final")
+        return history
+
+    def save(self, path: Path) -> None:
+        self.lm.save_pretrained(path)
+        self.tokenizer.save_pretrained(path)
+        (path / "grpo_config.json").write_text(json.dumps(asdict(self.config), default=str, indent=2))

@@ -1,0 +1,132 @@
+"""Rewards for a trajectory: the verifier, a code-augmented LLM judge, or any pluggable scorer (SWR later).
+
+Format errors, unknown tools and fatal server errors are -1 whatever the scorer says (AWM's format reward).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from mcpworld.agent.trajectory import Trajectory
+from mcpworld.llm import ChatClient, LLMError
+
+PENALIZED = {"format_error", "unknown_tool", "server_error"}
+JUDGE_SCORES = {"complete": 1.0, "partial": 0.1, "fail": 0.0}
+
+
+@dataclass
+class Reward:
+    value: float
+    source: str
+    label: str | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+class RewardFn(Protocol):
+    async def __call__(self, trajectory: Trajectory) -> Reward: ...
+
+
+def _penalty(t: Trajectory) -> Reward | None:
+    if t.termination in PENALIZED:
+        return Reward(-1.0, "format", t.termination, {"error": t.error})
+    return None
+
+
+async def verifier_reward(t: Trajectory) -> Reward:
+    """1 when the task's verifier passed, else 0 (and -1 for format errors)."""
+    if (penalty := _penalty(t)) is not None:
+        return penalty
+    passed = bool(t.verdict and t.verdict.passed)
+    return Reward(1.0 if passed else 0.0, "verifier", "passed" if passed else "failed",
+                  {"score": t.verdict.score if t.verdict else 0.0})
+
+
+JUDGE_PROMPT = """You judge whether an AI agent completed a task in an application, using hard evidence.
+
+Task given to the agent:
+{instruction}
+
+What the agent did (tool calls and results, in order):
+{actions}
+
+Agent's final answer:
+{answer}
+
+Database changes the episode made (row-level diff, computed by code):
+{diff}
+
+Automatic checks (code-based verifier findings):
+{checks}
+
+Classify the outcome:
+- "complete": the task is fully done (or correctly refused when a rule forbids it), with no harmful extra changes;
+- "partial": meaningful progress, but something required is missing or wrong;
+- "fail": not done, wrong, or harmful.
+Reply with JSON only: {{"classification": "complete" | "partial" | "fail", "reason": "<one sentence>"}}"""
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit // 2] + "\n…\n" + text[-limit // 2:]
+
+
+def judge_prompt(t: Trajectory, instruction: str) -> str:
+    actions = []
+    for m in t.messages[2:]:
+        if m.get("role") == "assistant":
+            calls = [c["function"] for c in m.get("tool_calls") or []]
+            actions.append("assistant: " + (json.dumps(calls) if calls else str(m.get("content") or "")))
+        else:
+            actions.append(f"{m.get('role')}: {_clip(str(m.get('content')), 600)}")
+    verdict = t.verdict
+    checks = [f"- {'PASS' if c.passed else 'FAIL'} {c.name} {c.detail}".rstrip() for c in verdict.checks] \
+        if verdict else ["(no verification: the episode ended early)"]
+    answer = verdict.evidence.get("answer") if verdict else None
+    diff = json.dumps(verdict.evidence.get("diff", {}), default=str) if verdict else "{}"
+    return JUDGE_PROMPT.format(instruction=instruction, actions=_clip("\n".join(actions), 6000),
+                               answer=answer or "(none)", diff=_clip(diff, 4000), checks="\n".join(checks))
+
+
+_JSON = re.compile(r"\{.*\}", re.S)
+
+
+def parse_judgement(text: str) -> tuple[str, str]:
+    """The judge's classification and reason; ValueError when the reply has neither."""
+    match = _JSON.search(text.split("</think>")[-1])
+    if not match:
+        raise ValueError("no JSON object in the judge's reply")
+    data = json.loads(match.group(0))
+    label = str(data.get("classification", "")).strip().lower()
+    if label not in JUDGE_SCORES:
+        raise ValueError(f"classification {label!r} is not complete, partial or fail")
+    return label, str(data.get("reason", ""))
+
+
+@dataclass
+class JudgeReward:
+    """Code-augmented LLM judge (AWM): the state diff and verifier findings are its evidence.
+
+    A judge that times out or answers garbage (after `attempts`) falls back to the verifier's reward, and the
+    failure is recorded in the evidence: a broken judge never crashes a run or invents a score.
+    """
+
+    client: ChatClient
+    instructions: dict[str, str]  # task id -> instruction
+    attempts: int = 2
+
+    async def __call__(self, t: Trajectory) -> Reward:
+        if (penalty := _penalty(t)) is not None:
+            return penalty
+        prompt = judge_prompt(t, self.instructions.get(t.task, t.task))
+        problems = []
+        for _ in range(self.attempts):
+            try:
+                reply = await self.client.complete([{"role": "user", "content": prompt}], temperature=0.0)
+                label, reason = parse_judgement(reply.message.get("content") or "")
+                return Reward(JUDGE_SCORES[label], "judge", label, {"reason": reason})
+            except (LLMError, ValueError) as exc:
+                problems.append(str(exc))
+        fallback = await verifier_reward(t)
+        return Reward(fallback.value, "verifier", "judge_error", {"judge_errors": problems, **fallback.evidence})

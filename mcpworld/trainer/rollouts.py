@@ -1,0 +1,69 @@
+"""Rollout collection for RL: tasks x G samples through the agent, rewarded, grouped by task, resumable."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcpworld.agent.policies import Policy
+from mcpworld.agent.runner import RunSpec, run
+from mcpworld.agent.trajectory import Trajectory, read_trajectories
+from mcpworld.trainer.advantages import Estimator, advantages, degenerate
+from mcpworld.trainer.rewards import Reward, RewardFn, verifier_reward
+
+
+@dataclass
+class Group:
+    """All samples of one task: their rewards, advantages, and whether the group teaches anything."""
+
+    server: str
+    task: str
+    trajectories: list[Trajectory]
+    rewards: list[Reward]
+    advantages: list[float]
+    degenerate: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"server": self.server, "task": self.task, "degenerate": self.degenerate,
+                "rewards": [r.value for r in self.rewards], "advantages": self.advantages,
+                "labels": [r.label for r in self.rewards],
+                "samples": [json.loads(t.model_dump_json()) for t in self.trajectories]}
+
+
+async def make_groups(trajectories: list[Trajectory], reward: RewardFn = verifier_reward,
+                      estimator: Estimator = "group_norm") -> list[Group]:
+    by_task: dict[tuple[str, str], list[Trajectory]] = {}
+    for t in sorted(trajectories, key=lambda t: t.sample):
+        by_task.setdefault((t.server, t.task), []).append(t)
+    groups = []
+    for (server, task), trajs in by_task.items():
+        rewards = [await reward(t) for t in trajs]
+        values = [r.value for r in rewards]
+        groups.append(Group(server, task, trajs, rewards, advantages(values, estimator), degenerate(values)))
+    return groups
+
+
+def write_groups(path: Path, groups: list[Group], drop_degenerate: bool = False) -> int:
+    """Write groups as JSONL via a temp file and rename, so readers never see a half-written file."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    kept = [g for g in groups if not (drop_degenerate and g.degenerate)]
+    with open(tmp, "w") as f:
+        for g in kept:
+            f.write(json.dumps(g.to_json()) + "\n")
+    os.replace(tmp, path)
+    return len(kept)
+
+
+async def collect(spec: RunSpec, make_policy: Callable[[int], Policy], reward: RewardFn = verifier_reward,
+                  estimator: Estimator = "group_norm",
+                  on_done: Callable[[Trajectory], Any] | None = None) -> list[Group]:
+    """Run (resumably, into spec.output) and group every trajectory in the output by task."""
+    await run(spec, make_policy, on_done=on_done)
+    trajectories = read_trajectories(spec.output) if spec.output else []
+    wanted = {t.id for t in spec.tasks}
+    return await make_groups([t for t in trajectories if t.task in wanted], reward, estimator)
