@@ -1,0 +1,64 @@
+"""Wire a GRPO run together: load the model, reach the world over MCP, pick the tasks, train."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from mcp import Client
+
+from mcpworld.agent.formats import TextFormat
+from mcpworld.protocol import EpisodeControl
+from mcpworld.registry.connect import connect
+from mcpworld.trainer.grpo import GRPOConfig, GRPOTrainer
+
+
+@asynccontextmanager
+async def open_world(world: Path | None, server: str | None) -> AsyncIterator[tuple[Client, str]]:
+    """An MCP client: to a world package served in this process, or to a registered server."""
+    if world is not None:
+        from mcpworld.servers.envs.host import load_runtime
+        from mcpworld.servers.envs.server import WorldServer
+
+        hosted = WorldServer(load_runtime(str(world)))
+        async with Client(hosted.server) as client:
+            yield client, hosted.runtime.world.name
+    else:
+        async with connect(server) as client:  # type: ignore[arg-type]
+            yield client, server  # type: ignore[misc]
+
+
+def load_model(model_path: str | None, gguf: Path | None, tiny: bool, corpus: list[str], actions: list[str],
+               seed: int) -> tuple[Any, Any]:
+    if tiny:
+        from mcpworld.trainer.tiny import tiny_model, tiny_tokenizer
+
+        tokenizer = tiny_tokenizer(corpus, actions)
+        return tiny_model(len(tokenizer), seed=seed), tokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if gguf is not None:
+        return (AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name),
+                AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name))
+    return AutoModelForCausalLM.from_pretrained(model_path), AutoTokenizer.from_pretrained(model_path)
+
+
+async def run_grpo(config: GRPOConfig, *, world: Path | None, server: str | None, task_ids: Sequence[str] = (),
+                   model_path: str | None = None, gguf: Path | None = None, tiny: bool = False,
+                   on_step: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    async with open_world(world, server) as (client, name):
+        ctl = EpisodeControl(client)
+        every = (await ctl.tasks()).tasks
+        missing = set(task_ids) - {t.id for t in every}
+        if missing:
+            raise ValueError(f"unknown task(s): {', '.join(sorted(missing))}")
+        tasks = [t for t in every if t.id in task_ids] if task_ids else every
+        fmt = TextFormat()
+        # A tiny tokenizer learns the world's task words, and each reference call of any task becomes a single
+        # action token (so the right call competes with the wrong ones from the first step).
+        corpus = [t.instruction for t in every]
+        actions = sorted({fmt.assistant_message([c], None)["content"] for t in every for c in t.solution})
+        lm, tokenizer = load_model(model_path, gguf, tiny, corpus, actions, config.seed)
+        return await GRPOTrainer(lm, tokenizer, ctl, name, tasks, config).train(on_step)
