@@ -119,7 +119,8 @@ def test_sft_export_filters_and_formats(tmp_path: Path) -> None:
     assert record["messages"][2]["tool_calls"][0]["function"]["name"] == "cancel"
     export_sft(ts[:1], tmp_path / "orlhf.jsonl", "openrlhf")
     flat = json.loads((tmp_path / "orlhf.jsonl").read_text())["messages"]
-    assert flat[2] == {"role": "assistant", "content": '<tool_call>{"name": "cancel", "arguments": {"id": "O1"}}</tool_call>'}
+    call = '<tool_call>{"name": "cancel", "arguments": {"id": "O1"}}</tool_call>'
+    assert flat[2] == {"role": "assistant", "content": call}
     assert flat[3]["role"] == "user" and flat[3]["content"].startswith("<tool_response>")
     from mcpworld.agent.trajectory import CallRecord, Step
 
