@@ -1,4 +1,4 @@
-"""Run the benchmarks: `python -m benchmarks.run [--quick] [--only fork,calls,rss,verify,registry,agent]`.
+"""Run the benchmarks: `python -m benchmarks.run [--quick] [--only fork,calls,rss,verify,registry,agent,swe]`.
 
 Prints a table (every figure beside a baseline measured in the same run) and writes benchmarks/results/latest.json.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from benchmarks.common import Row, print_table
 
-SECTIONS = ["fork", "calls", "rss", "verify", "registry", "agent"]
+SECTIONS = ["fork", "calls", "rss", "verify", "registry", "agent", "swe"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,6 +48,10 @@ def main(argv: list[str] | None = None) -> int:
                 from benchmarks import agent
 
                 rows += agent.bench_agent(args.quick)
+            elif section == "swe":
+                from benchmarks import swe
+
+                rows += swe.bench_swe(args.quick)
     print_table(rows)
     out = Path(__file__).parent / "results" / "latest.json"
     out.parent.mkdir(exist_ok=True)

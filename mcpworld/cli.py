@@ -10,6 +10,7 @@ from mcpworld import __version__
 from mcpworld.agent.cli import run_command
 from mcpworld.registry.cli import registry_group, up_command
 from mcpworld.servers.envs.cli import serve_group, world_group
+from mcpworld.servers.swe.cli import serve_swe, swe_group
 from mcpworld.trainer.cli import train_group
 
 
@@ -35,3 +36,5 @@ main.add_command(registry_group)
 main.add_command(up_command)
 main.add_command(run_command)
 main.add_command(train_group)
+main.add_command(swe_group)
+serve_group.add_command(serve_swe)

@@ -27,6 +27,7 @@ from mcpworld.registry.records import local_record
 from mcpworld.registry.store import RegistryStore
 from mcpworld.servers.envs.host import running, world_path, world_routes
 from mcpworld.servers.envs.server import WorldServer
+from mcpworld.servers.swe.server import SWE_PATH, SWEServer, running_swe, swe_record, swe_routes
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ class Stack:
     token: str
     worlds: list[WorldServer]
     health_interval_s: float = 60.0
+    swe: SWEServer | None = None
     records: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -84,15 +86,20 @@ def build_app(stack: Stack) -> FastAPI:
     @contextlib.asynccontextmanager
     async def worlds_lifespan(app: FastAPI) -> AsyncIterator[None]:
         stack.records = world_records(stack)
+        if stack.swe is not None:
+            stack.records.append(swe_record(stack.base_url, stack.swe))
         for record in stack.records:
             stack.store.publish(record, replace=True)
-        async with running(stack.worlds), anyio.create_task_group() as tg:
+        swe = running_swe(stack.swe) if stack.swe is not None else contextlib.nullcontext()
+        async with running(stack.worlds), swe, anyio.create_task_group() as tg:
             tg.start_soon(_health_loop, stack)
             yield
             tg.cancel_scope.cancel()
 
     app = create_app(stack.store, stack.token, host=stack.host, extra=worlds_lifespan)
     app.router.routes.extend(world_routes(stack.worlds, stack.host))
+    if stack.swe is not None:
+        app.router.routes.extend(swe_routes(stack.swe, stack.host))
     return app
 
 
@@ -158,6 +165,8 @@ def banner(stack: Stack, token_is_new: bool) -> str:
              f"  registry MCP    {stack.base_url}/registry/mcp"]
     for s in stack.worlds:
         lines.append(f"  world {s.runtime.world.name:<10}{stack.base_url}{world_path(s.runtime.world.name)}")
+    if stack.swe is not None:
+        lines.append(f"  swe             {stack.base_url}{SWE_PATH}")
     token_note = "(new: shown once, saved in " + str(home() / "registry.token") + ")" if token_is_new else \
         "(from MCPWORLD_REGISTRY_TOKEN or " + str(home() / "registry.token") + ")"
     lines += ["", f"  registry token  {stack.token if token_is_new else stack.token[:4] + '…'}  {token_note}", "",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import tarfile
+import time
 import zipfile
 from pathlib import Path
 
@@ -198,5 +199,21 @@ def test_pool_keeps_at_most_max_spares_least_recently_used_out(built: Path) -> N
         counts = {key[2]: len(v) for key, v in pool._ready.items()}
         assert counts == {"a": 0, "b": 1}
         assert not spare_a.parent.exists() and first.root.is_dir() and second.root.is_dir()
+    finally:
+        pool.close_all()
+
+
+def test_same_size_edit_right_after_checkout_is_in_the_diff(built: Path) -> None:
+    # git trusts cached stat data unless a file is "racily clean"; the submit index must keep that judgement
+    from mcpworld.servers.swe.editor import Editor
+
+    inst: Instance = load_instances(built)[1]
+    pool = WorkspacePool(warm=0)
+    try:
+        ws = pool.acquire(inst.repo_source, pool.cache.commit(inst.repo_source, inst.base_commit), "minicalc")
+        Editor(ws.root).run("str_replace", str(ws.root / "minicalc/numbers.py"),
+                            old_str="        return lo\n    return x", new_str="        return hi\n    return x")
+        time.sleep(1.1)
+        assert "+        return hi" in ws.diff()
     finally:
         pool.close_all()

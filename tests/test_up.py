@@ -37,8 +37,10 @@ def test_lists_every_world_over_rest(up: dict) -> None:
     servers = httpx.get(up["base"] + "/v0/servers").json()["servers"]
     names = {s["server"]["name"] for s in servers}
     catalog = {w["name"] for w in httpx.get(up["base"] + "/worlds").json()["worlds"]}
-    assert {f"io.mcpworld/{n}" for n in catalog} == names
+    assert {f"io.mcpworld/{n}" for n in catalog} | {"io.mcpworld/swe"} == names
     assert "io.mcpworld/airline" in names
+    kinds = {s["server"]["name"]: s["server"]["_meta"]["io.mcpworld/server"]["kind"] for s in servers}
+    assert kinds["io.mcpworld/swe"] == "swe" and kinds["io.mcpworld/airline"] == "world"
 
 
 @pytest.mark.anyio
@@ -59,6 +61,17 @@ async def test_connect_by_name_completes_a_task(up: dict) -> None:
         for step in task.solution:
             assert not (await ctl.call(episode, step.name, step.arguments)).is_error
         assert (await ctl.verify(episode, task.answer)).verdict.passed
+
+
+@pytest.mark.anyio
+async def test_swe_sandbox_is_served_and_solvable(up: dict) -> None:
+    async with connect("swe", registry=up["base"]) as client:
+        ctl = EpisodeControl(client)
+        task = (await ctl.tasks()).tasks[0]
+        episode = (await ctl.start(task.id)).episode
+        for step in task.solution:
+            assert not (await ctl.call(episode, step.name, step.arguments)).is_error
+        assert (await ctl.verify(episode)).verdict.passed
 
 
 def test_health_is_recorded(up: dict) -> None:

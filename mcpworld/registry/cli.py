@@ -210,13 +210,14 @@ def registry_serve(port: int, host: str, db: str | None, token: str | None) -> N
 @click.option("--only", multiple=True, help="Serve only these worlds (repeatable).")
 @click.option("--health-interval", default=60.0, show_default=True, help="Seconds between health checks.")
 @click.option("--max-episodes", default=4096, show_default=True, help="Cap on live episodes per world.")
+@click.option("--no-swe", is_flag=True, help="Do not serve the SWE sandbox (its shipped instances).")
 def up_command(port: int, host: str, db: str | None, token: str | None, only: tuple[str, ...],
-               health_interval: float, max_episodes: int) -> None:
+               health_interval: float, max_episodes: int, no_swe: bool) -> None:
     """Start everything: the registry, every installed world over HTTP, registered and health-checked.
 
     One port serves it all: /v0 (registry REST), /registry/mcp (registry as an MCP server),
-    /worlds/<name>/mcp (each world). Prints the URLs, the registry token and a Claude Desktop snippet.
-    Ctrl-C stops everything.
+    /worlds/<name>/mcp (each world), /swe/mcp (the SWE sandbox). Prints the URLs, the registry token and a
+    Claude Desktop snippet. Ctrl-C stops everything.
 
     \b
     Example:
@@ -241,9 +242,11 @@ def up_command(port: int, host: str, db: str | None, token: str | None, only: tu
 
     secret, is_new = registry_token(token)
     names = list(only) or [r.name for r in discover()]
+    from mcpworld.servers.swe.server import build_swe_server
+
     stack = Stack(host=host, port=port, store=RegistryStore(db), token=secret,
                   worlds=build_servers(names, EpisodeLimits(max_episodes=max_episodes), skip_broken=not only),
-                  health_interval_s=health_interval)
+                  health_interval_s=health_interval, swe=None if no_swe else build_swe_server())
     try:
         acquire(stack)
     except AlreadyRunning as exc:

@@ -1,0 +1,15 @@
+import pytest
+from minicalc.stats import mean, median
+
+
+def test_mean():
+    assert mean([1, 2, 3, 4]) == 2.5
+
+
+def test_mean_rejects_empty():
+    with pytest.raises(ValueError):
+        mean([])
+
+
+def test_median_odd_length():
+    assert median([3, 1, 2]) == 2

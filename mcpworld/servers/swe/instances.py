@@ -1,0 +1,264 @@
+"""SWE-bench instances: load them from JSON or JSONL, validate every field, and know how to test them.
+
+Instances follow SWE-bench's fields (FAIL_TO_PASS / PASS_TO_PASS as JSON strings or lists), plus two of ours:
+`repo_source` (a local git repository or an archive holding one: machines here have no network) and `test_cmd`
+(the command that runs the instance's tests; a pytest default is derived from the test ids when absent).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".zip")
+_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/^~@{}-]{0,199}$")
+_UNITTEST_ID = re.compile(r"^(\w+) \(([\w.]+)\)$")
+PYTEST_DEFAULT = "python -m pytest -rA -v -p no:cacheprovider"
+
+Framework = Literal["pytest", "unittest"]
+
+
+class InstanceError(ValueError):
+    """A malformed instance or instances file; the message names the file, line and field."""
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One task: a repository at `base_commit`, an issue to fix, and the tests that judge the fix."""
+
+    instance_id: str
+    repo: str
+    base_commit: str
+    problem_statement: str
+    FAIL_TO_PASS: list[str]
+    PASS_TO_PASS: list[str] = field(default_factory=list)
+    patch: str = ""
+    test_patch: str = ""
+    version: str = ""
+    environment_setup_commit: str = ""
+    hints_text: str = ""
+    created_at: str = ""
+    repo_source: str = ""
+    test_cmd: str = ""
+    difficulty: Literal["easy", "medium", "hard"] = "medium"
+    split: Literal["train", "test"] = "test"
+
+    @property
+    def framework(self) -> Framework:
+        """unittest when the command or the test ids say so, else pytest."""
+        if "unittest" in self.test_cmd or "runtests.py" in self.test_cmd:
+            return "unittest"
+        ids = self.FAIL_TO_PASS + self.PASS_TO_PASS
+        if not self.test_cmd and ids and all(_UNITTEST_ID.match(t) for t in ids):
+            return "unittest"
+        return "pytest"
+
+    @property
+    def test_files(self) -> list[str]:
+        """Files the tests live in (pytest ids) or dotted modules (unittest ids), plus files test_patch touches."""
+        out: list[str] = []
+        for test in self.FAIL_TO_PASS + self.PASS_TO_PASS:
+            m = _UNITTEST_ID.match(test)
+            item = m.group(2).rsplit(".", 1)[0] if m else test.split("::", 1)[0]
+            if item and item not in out:
+                out.append(item)
+        return out
+
+    @property
+    def test_patch_files(self) -> list[str]:
+        return patch_files(self.test_patch)
+
+    def test_command(self) -> str:
+        """The shell command grading runs in the repository root."""
+        if self.test_cmd:
+            return self.test_cmd
+        files = " ".join(shlex.quote(f) for f in self.test_files)
+        if self.framework == "unittest":
+            return f"python -m unittest -v {files}"
+        return f"{PYTEST_DEFAULT} {files}"
+
+    def record(self) -> dict[str, Any]:
+        """The instance as a SWE-bench style dict (lists kept as lists)."""
+        return asdict(self)
+
+
+def patch_files(patch: str) -> list[str]:
+    """Paths a unified diff touches (new side, or old side for deletions)."""
+    out: list[str] = []
+    for line in patch.splitlines():
+        if line.startswith("diff --git "):
+            parts = line.split(" b/", 1)
+            if len(parts) == 2 and parts[1] not in out:
+                out.append(parts[1])
+    return out
+
+
+# -- loading ---------------------------------------------------------------------------------------------------
+
+_REQUIRED = ("instance_id", "repo", "base_commit", "problem_statement", "FAIL_TO_PASS")
+_STRINGS = ("patch", "test_patch", "version", "environment_setup_commit", "hints_text", "created_at",
+            "repo_source", "test_cmd")
+
+
+def load_instances(path: str | Path, repos_dir: str | Path | None = None) -> list[Instance]:
+    """Read and validate every instance in a JSON (list, {"instances": [...]}, or one object) or JSONL file.
+
+    `repo_source` paths are resolved against the file's folder; an instance without one is looked up in
+    `repos_dir` as `<owner>__<name>` or `<name>` (a git repository folder or an archive).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InstanceError(f"{path}: cannot read instances file: {exc.strerror or exc}") from None
+    out: list[Instance] = []
+    seen: dict[str, int] = {}
+    for line, raw in _records(path, text):
+        inst = parse_instance(raw, where=f"{path}:{line}", base_dir=path.parent, repos_dir=repos_dir)
+        if inst.instance_id in seen:
+            raise InstanceError(f"{path}:{line}: instance_id: duplicate {inst.instance_id!r} "
+                                f"(first at line {seen[inst.instance_id]})")
+        seen[inst.instance_id] = line
+        out.append(inst)
+    if not out:
+        raise InstanceError(f"{path}: no instances found")
+    return out
+
+
+def _records(path: Path, text: str) -> Iterator[tuple[int, Any]]:
+    """(line, decoded object) for each instance, so errors can point at the line it starts on."""
+    stripped = text.lstrip()
+    if stripped[:1] == "[" and path.suffix != ".jsonl":
+        yield from _array_items(path, text)
+        return
+    if path.suffix != ".jsonl":
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            if stripped[:1] != "{" or exc.msg != "Extra data":  # several objects, one a line: JSONL
+                raise InstanceError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg} (column {exc.colno})") from None
+        else:
+            items = doc.get("instances", [doc]) if isinstance(doc, dict) else None
+            if not isinstance(items, list):
+                raise InstanceError(f"{path}:1: expected a list of instances, an object with 'instances', or JSONL")
+            if items is not doc.get("instances"):
+                yield 1 + text.count("\n", 0, len(text) - len(stripped)), doc
+            else:
+                yield from _array_items(path, text, text.index("[", text.index('"instances"')))
+            return
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                yield n, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InstanceError(f"{path}:{n}: invalid JSON: {exc.msg} (column {exc.colno})") from None
+
+
+def _array_items(path: Path, text: str, start: int | None = None) -> Iterator[tuple[int, Any]]:
+    """Decode a JSON array item by item, remembering the line each starts on."""
+    decoder = json.JSONDecoder()
+    i = (text.index("[") if start is None else start) + 1
+    while True:
+        i = _skip_ws(text, i)
+        if i < len(text) and text[i] == "]":
+            return
+        try:
+            obj, end = decoder.raw_decode(text, i)
+        except json.JSONDecodeError as exc:
+            raise InstanceError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg} (column {exc.colno})") from None
+        yield text.count("\n", 0, i) + 1, obj
+        i = _skip_ws(text, end)
+        if i < len(text) and text[i] == ",":
+            i += 1
+        elif i >= len(text) or text[i] != "]":
+            raise InstanceError(f"{path}:{text.count(chr(10), 0, i) + 1}: invalid JSON: expected ',' or ']' "
+                                "after an instance")
+
+
+def _skip_ws(text: str, i: int) -> int:
+    while i < len(text) and text[i] in " \t\r\n":
+        i += 1
+    return i
+
+
+def _test_list(value: Any, where: str, name: str) -> list[str]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else []
+        except json.JSONDecodeError as exc:
+            raise InstanceError(f"{where}: {name}: not a JSON list of test ids: {exc.msg}") from None
+    if not isinstance(value, list) or not all(isinstance(t, str) and t.strip() for t in value):
+        raise InstanceError(f"{where}: {name}: must be a list of non-empty test id strings (or a JSON string "
+                            "holding one)")
+    return list(value)
+
+
+def parse_instance(raw: Any, *, where: str, base_dir: Path | None = None,
+                   repos_dir: str | Path | None = None) -> Instance:
+    """Validate one decoded instance; `where` prefixes every error ("file:line")."""
+    if not isinstance(raw, dict):
+        raise InstanceError(f"{where}: an instance must be a JSON object, got {type(raw).__name__}")
+    iid = raw.get("instance_id")
+    where = f"{where}: instance {iid!r}" if isinstance(iid, str) and iid else where
+    for name in _REQUIRED:
+        if raw.get(name) in (None, ""):
+            raise InstanceError(f"{where}: {name}: required field missing or empty")
+    for name in ("instance_id", "repo", "base_commit", "problem_statement"):
+        if not isinstance(raw[name], str):
+            raise InstanceError(f"{where}: {name}: must be a string, got {type(raw[name]).__name__}")
+    for name in _STRINGS:
+        if raw.get(name) is not None and not isinstance(raw[name], str):
+            raise InstanceError(f"{where}: {name}: must be a string, got {type(raw[name]).__name__}")
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", raw["instance_id"]):
+        raise InstanceError(f"{where}: instance_id: {raw['instance_id']!r} may only hold letters, digits, "
+                            "'.', '_' and '-'")
+    if not _REF.match(raw["base_commit"]):
+        raise InstanceError(f"{where}: base_commit: {raw['base_commit']!r} is not a commit id or ref")
+    f2p = _test_list(raw["FAIL_TO_PASS"], where, "FAIL_TO_PASS")
+    if not f2p:
+        raise InstanceError(f"{where}: FAIL_TO_PASS: needs at least one test (it is what decides resolved)")
+    p2p = _test_list(raw.get("PASS_TO_PASS", []), where, "PASS_TO_PASS")
+    for name in ("patch", "test_patch"):
+        text = raw.get(name) or ""
+        if text and "--- " not in text:
+            raise InstanceError(f"{where}: {name}: not a unified diff (no '--- ' header)")
+    difficulty = raw.get("difficulty", "medium")
+    if difficulty not in ("easy", "medium", "hard"):
+        raise InstanceError(f"{where}: difficulty: must be easy, medium or hard, got {difficulty!r}")
+    split = raw.get("split", "test")
+    if split not in ("train", "test"):
+        raise InstanceError(f"{where}: split: must be train or test, got {split!r}")
+    source = _resolve_source(raw, where, base_dir, repos_dir)
+    return Instance(
+        instance_id=raw["instance_id"], repo=raw["repo"], base_commit=raw["base_commit"],
+        problem_statement=raw["problem_statement"], FAIL_TO_PASS=f2p, PASS_TO_PASS=p2p,
+        **{name: raw.get(name) or "" for name in _STRINGS if name != "repo_source"},
+        repo_source=source, difficulty=difficulty, split=split,
+    )
+
+
+def _resolve_source(raw: dict[str, Any], where: str, base_dir: Path | None, repos_dir: str | Path | None) -> str:
+    given = raw.get("repo_source") or raw.get("source")
+    candidates: list[Path] = []
+    if given:
+        p = Path(given).expanduser()
+        candidates.append(p if p.is_absolute() or base_dir is None else base_dir / p)
+    elif repos_dir is not None:
+        owner_name = raw["repo"].replace("/", "__")
+        short = raw["repo"].rsplit("/", 1)[-1]
+        for stem in (owner_name, short):
+            candidates += [Path(repos_dir) / stem] + [Path(repos_dir) / (stem + s) for s in ARCHIVE_SUFFIXES]
+    else:
+        raise InstanceError(f"{where}: repo_source: required (a local git repository or an archive of one), or "
+                            "pass a repositories folder holding <owner>__<name>")
+    for candidate in candidates:
+        if candidate.is_dir() or (candidate.is_file() and candidate.name.endswith(ARCHIVE_SUFFIXES)):
+            return str(candidate.resolve())
+    shown = ", ".join(str(c) for c in candidates[:4])
+    raise InstanceError(f"{where}: repo_source: no git repository folder or archive "
+                        f"({', '.join(ARCHIVE_SUFFIXES)}) at {shown}")
