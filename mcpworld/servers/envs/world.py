@@ -10,7 +10,7 @@ import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import NaiveDatetime
 from sqlalchemy.orm import registry as sa_registry
@@ -32,6 +32,7 @@ __all__ = [
     "World",
     "call",
     "db_time",
+    "fetch",
     "new_id",
     "not_found",
     "now",
@@ -40,6 +41,7 @@ __all__ = [
 ]
 
 
+T = TypeVar("T")
 Timestamp = NaiveDatetime
 """The type for date-times in world models: naive, in the world's own clock (no time zones to confuse)."""
 
@@ -104,6 +106,14 @@ def tool(
         return f
 
     return mark(fn) if fn is not None else mark
+
+
+def fetch(db: Session, model: type[T], key: Any, kind: str | None = None) -> T:
+    """The row of `model` with primary key `key`, or the standard not-found error (named `kind`)."""
+    row = db.get(model, key)
+    if row is None:
+        raise not_found(kind or model.__name__.lower(), key)
+    return row
 
 
 def now(db: Session) -> datetime:

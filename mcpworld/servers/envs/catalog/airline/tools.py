@@ -7,7 +7,7 @@ from typing import Literal
 
 from sqlmodel import select
 
-from mcpworld.servers.envs.world import Session, ToolError, new_id, not_found, now, tool
+from mcpworld.servers.envs.world import Session, ToolError, fetch, new_id, not_found, now, tool
 
 from .models import (
     Charge,
@@ -28,12 +28,6 @@ BAG_FEE = 35.0
 MAX_BAGS_PER_PASSENGER = 5
 CANCEL_WINDOW = timedelta(hours=24)
 
-
-def _get(db: Session, model: type, key: str, kind: str):
-    row = db.get(model, key)
-    if row is None:
-        raise not_found(kind, key)
-    return row
 
 
 def _price(flight: Flight, cabin: str) -> float:
@@ -65,7 +59,7 @@ def _release_seats(flight: Flight, cabin: str, count: int) -> None:
 
 
 def _pay(db: Session, customer_id: str, payment_id: str, amount: float) -> PaymentMethod:
-    method = _get(db, PaymentMethod, payment_id, "payment method")
+    method = fetch(db, PaymentMethod, payment_id, "payment method")
     if method.customer_id != customer_id:
         raise ToolError(f"payment method {payment_id} does not belong to customer {customer_id}")
     if method.kind == "gift_card":
@@ -76,7 +70,7 @@ def _pay(db: Session, customer_id: str, payment_id: str, amount: float) -> Payme
 
 
 def _refund(db: Session, reservation: Reservation, amount: float, reason: str) -> Refund:
-    method = _get(db, PaymentMethod, reservation.payment_id, "payment method")
+    method = fetch(db, PaymentMethod, reservation.payment_id, "payment method")
     if method.kind == "gift_card":
         method.balance += amount
     refund = Refund(id=new_id(db, "RF"), reservation_id=reservation.id, payment_id=method.id,
@@ -86,10 +80,10 @@ def _refund(db: Session, reservation: Reservation, amount: float, reason: str) -
 
 
 def _active(db: Session, reservation_id: str) -> tuple[Reservation, Flight]:
-    reservation = _get(db, Reservation, reservation_id, "reservation")
+    reservation = fetch(db, Reservation, reservation_id, "reservation")
     if reservation.status == "cancelled":
         raise ToolError(f"reservation {reservation_id} is already cancelled")
-    flight = _get(db, Flight, reservation.flight_id, "flight")
+    flight = fetch(db, Flight, reservation.flight_id, "flight")
     if flight.status == "departed":
         raise ToolError(f"flight {flight.id} of reservation {reservation_id} has already departed")
     return reservation, flight
@@ -107,13 +101,13 @@ def find_customer(db: Session, email: str) -> Customer:
 @tool
 def get_customer(db: Session, customer_id: str) -> Customer:
     """Get a customer's profile: name, contact details, loyalty tier and travel credit."""
-    return _get(db, Customer, customer_id, "customer")
+    return fetch(db, Customer, customer_id, "customer")
 
 
 @tool
 def list_payment_methods(db: Session, customer_id: str) -> list[PaymentMethod]:
     """List the customer's saved payment methods (cards, and gift cards with their balance)."""
-    _get(db, Customer, customer_id, "customer")
+    fetch(db, Customer, customer_id, "customer")
     return list(db.exec(select(PaymentMethod).where(PaymentMethod.customer_id == customer_id)))
 
 
@@ -133,20 +127,20 @@ def search_flights(db: Session, origin: str, destination: str, day: date) -> lis
 @tool
 def get_flight(db: Session, flight_id: str) -> dict:
     """Get one flight's schedule, status, prices and seats left per cabin."""
-    f = _get(db, Flight, flight_id, "flight")
+    f = fetch(db, Flight, flight_id, "flight")
     return {**f.model_dump(), "economy_left": _seats_left(f, "economy"), "business_left": _seats_left(f, "business")}
 
 
 @tool
 def get_reservation(db: Session, reservation_id: str) -> Reservation:
     """Get a reservation: flight, cabin, fare, passengers, bags, insurance, status and amount paid."""
-    return _get(db, Reservation, reservation_id, "reservation")
+    return fetch(db, Reservation, reservation_id, "reservation")
 
 
 @tool
 def list_reservations(db: Session, customer_id: str) -> list[Reservation]:
     """List every reservation of a customer, newest booking first."""
-    _get(db, Customer, customer_id, "customer")
+    fetch(db, Customer, customer_id, "customer")
     return list(db.exec(select(Reservation).where(Reservation.customer_id == customer_id)
                         .order_by(Reservation.booked_at.desc())))
 
@@ -161,8 +155,8 @@ def book_flight(db: Session, customer_id: str, flight_id: str, cabin: Cabin, far
     """
     if not 1 <= passengers <= 9:
         raise ToolError("passengers must be between 1 and 9")
-    _get(db, Customer, customer_id, "customer")
-    flight = _get(db, Flight, flight_id, "flight")
+    fetch(db, Customer, customer_id, "customer")
+    flight = fetch(db, Flight, flight_id, "flight")
     _take_seats(flight, cabin, passengers)
     amount = _price(flight, cabin) * passengers * (1.15 if fare == "standard" else 1.0)
     amount = round(amount + (30.0 * passengers if insurance else 0.0), 2)
@@ -205,7 +199,7 @@ def change_flight(db: Session, reservation_id: str, new_flight_id: str) -> dict:
     reservation, old = _active(db, reservation_id)
     if reservation.fare == "basic":
         raise ToolError(f"reservation {reservation_id} is a basic fare: basic fares cannot be changed")
-    new = _get(db, Flight, new_flight_id, "flight")
+    new = fetch(db, Flight, new_flight_id, "flight")
     if (new.origin, new.destination) != (old.origin, old.destination):
         raise ToolError(f"flight {new_flight_id} flies {new.origin}-{new.destination}, "
                         f"not {old.origin}-{old.destination}")
@@ -240,7 +234,7 @@ def add_bags(db: Session, reservation_id: str, bags: int) -> dict:
     if bags < 1:
         raise ToolError("bags must be at least 1")
     reservation, _ = _active(db, reservation_id)
-    customer = _get(db, Customer, reservation.customer_id, "customer")
+    customer = fetch(db, Customer, reservation.customer_id, "customer")
     total = reservation.bags + bags
     if total > MAX_BAGS_PER_PASSENGER * reservation.passengers:
         raise ToolError(f"at most {MAX_BAGS_PER_PASSENGER} bags per passenger "
@@ -278,7 +272,7 @@ def upgrade_cabin(db: Session, reservation_id: str) -> dict:
 @tool(writes=True, destructive=False, idempotent=True)
 def update_contact(db: Session, customer_id: str, email: str | None = None, phone: str | None = None) -> Customer:
     """Change a customer's e-mail address and/or phone number."""
-    customer = _get(db, Customer, customer_id, "customer")
+    customer = fetch(db, Customer, customer_id, "customer")
     if email is None and phone is None:
         raise ToolError("give a new email or phone")
     if email is not None:
@@ -301,11 +295,11 @@ def issue_travel_credit(db: Session, customer_id: str, reservation_id: str, amou
     Only for the customer's own reservation on a flight the airline delayed or cancelled; at most 100 per
     passenger for a delay and 200 per passenger for a cancellation; once per reservation.
     """
-    customer = _get(db, Customer, customer_id, "customer")
-    reservation = _get(db, Reservation, reservation_id, "reservation")
+    customer = fetch(db, Customer, customer_id, "customer")
+    reservation = fetch(db, Reservation, reservation_id, "reservation")
     if reservation.customer_id != customer_id:
         raise ToolError(f"reservation {reservation_id} does not belong to customer {customer_id}")
-    flight = _get(db, Flight, reservation.flight_id, "flight")
+    flight = fetch(db, Flight, reservation.flight_id, "flight")
     caps = {"delayed": 100.0, "cancelled": 200.0}
     if flight.status not in caps:
         raise ToolError(f"flight {flight.id} is {flight.status}: compensation is only for delays and cancellations")

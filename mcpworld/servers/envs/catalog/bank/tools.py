@@ -9,7 +9,7 @@ from typing import Literal
 
 from sqlmodel import func, select
 
-from mcpworld.servers.envs.world import Session, ToolError, new_id, not_found, now, tool
+from mcpworld.servers.envs.world import Session, ToolError, fetch, new_id, not_found, now, tool
 
 from .models import Account, Card, Customer, Dispute, Payee, Transaction, Transfer
 
@@ -24,10 +24,8 @@ CARD_VALIDITY_YEARS = 4
 
 
 def _get(db: Session, model: type, key: str, kind: str):
-    row = db.get(model, key.strip().upper())
-    if row is None:
-        raise not_found(kind, key)
-    return row
+    """Ids are matched regardless of case and surrounding spaces."""
+    return fetch(db, model, key.strip().upper(), kind)
 
 
 def _money(amount: float) -> float:

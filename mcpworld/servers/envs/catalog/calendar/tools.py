@@ -11,8 +11,8 @@ from mcpworld.servers.envs.world import (
     Session,
     Timestamp,
     ToolError,
+    fetch,
     new_id,
-    not_found,
     now,
     tool,
 )
@@ -25,12 +25,6 @@ Equipment = Literal["tv", "whiteboard", "projector", "video_conf", "microphone"]
 WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 MAX_LENGTH = timedelta(hours=8)
 
-
-def _get(db: Session, model: type, key: str, kind: str):
-    row = db.get(model, key)
-    if row is None:
-        raise not_found(kind, key)
-    return row
 
 
 def _clock(text: str) -> time:
@@ -111,8 +105,8 @@ def _attendees(db: Session, event_id: str) -> list[Attendee]:
 
 def _organized(db: Session, actor_id: str, event_id: str) -> Event:
     """The event, live and in the future, and `actor_id` is its organizer."""
-    actor = _get(db, Person, actor_id, "person")
-    event = _get(db, Event, event_id, "event")
+    actor = fetch(db, Person, actor_id, "person")
+    event = fetch(db, Event, event_id, "event")
     if event.organizer_id != actor_id:
         organizer = db.get(Person, event.organizer_id)
         raise ToolError(f"only the organizer ({organizer.name if organizer else event.organizer_id}) can change "
@@ -154,7 +148,7 @@ def find_person(db: Session, query: str) -> list[Person]:
 @tool
 def get_person(db: Session, person_id: str) -> dict:
     """Get a person's profile, weekly working hours and out-of-office blocks that have not ended yet."""
-    person = _get(db, Person, person_id, "person")
+    person = fetch(db, Person, person_id, "person")
     hours = db.exec(select(WorkingHours).where(WorkingHours.person_id == person_id).order_by(WorkingHours.weekday))
     blocks = db.exec(select(OutOfOffice).where(OutOfOffice.person_id == person_id, OutOfOffice.end_at > now(db))
                      .order_by(OutOfOffice.start_at))
@@ -176,7 +170,7 @@ def list_out_of_office(db: Session, day: date) -> list[dict]:
 def get_schedule(db: Session, person_id: str, day: date) -> dict:
     """A person's day: working hours, confirmed events they are invited to (with their response and room),
     and out-of-office blocks."""
-    person = _get(db, Person, person_id, "person")
+    person = fetch(db, Person, person_id, "person")
     start, end = _day_bounds(day)
     hours = _hours_on(db, person_id, day)
     rows = db.exec(select(Event, Attendee).join(Attendee, col(Attendee.event_id) == Event.id).where(
@@ -198,7 +192,7 @@ def get_schedule(db: Session, person_id: str, day: date) -> dict:
 @tool
 def get_event(db: Session, event_id: str) -> dict:
     """Get an event: time, room, organizer, status and every attendee with their response."""
-    return _event_view(db, _get(db, Event, event_id, "event"))
+    return _event_view(db, fetch(db, Event, event_id, "event"))
 
 
 @tool
@@ -212,7 +206,7 @@ def list_rooms(db: Session, min_capacity: int = 1, equipment: list[Equipment] | 
 @tool
 def room_bookings(db: Session, room_id: str, day: date) -> dict:
     """List a room's confirmed bookings on `day`, earliest first."""
-    room = _get(db, Room, room_id, "room")
+    room = fetch(db, Room, room_id, "room")
     start, end = _day_bounds(day)
     events = db.exec(select(Event).where(Event.room_id == room_id, Event.status == "confirmed",
                                          Event.start_at < end, Event.end_at > start).order_by(Event.start_at))
@@ -235,7 +229,7 @@ def find_free_slots(db: Session, person_ids: list[str], day: date, duration_minu
     window_start, window_end = max(start, now(db)), end
     busy: list[tuple[datetime, datetime]] = []
     for pid in dict.fromkeys(person_ids):
-        person = _get(db, Person, pid, "person")
+        person = fetch(db, Person, pid, "person")
         hours = _hours_on(db, pid, day)
         if hours is None:
             return {"day": day, "windows": [], "note": f"{person.name} does not work on {WEEKDAYS[day.weekday()]}s"}
@@ -243,7 +237,7 @@ def find_free_slots(db: Session, person_ids: list[str], day: date, duration_minu
         window_end = min(window_end, datetime.combine(day, _clock(hours.end)))
         busy += _busy(db, pid, start, end)
     if room_id is not None:
-        _get(db, Room, room_id, "room")
+        fetch(db, Room, room_id, "room")
         busy += [(e.start_at, e.end_at) for e in db.exec(select(Event).where(
             Event.room_id == room_id, Event.status == "confirmed", Event.start_at < end, Event.end_at > start))]
     windows, cursor = [], window_start
@@ -265,16 +259,16 @@ def create_event(db: Session, actor_id: str, title: str, start_at: Timestamp, en
     hours that day; when an invitee is out of office then; or when the room is too small for everyone or is
     already booked.
     """
-    organizer = _get(db, Person, actor_id, "person")
+    organizer = fetch(db, Person, actor_id, "person")
     if not title.strip():
         raise ToolError("an event needs a title")
     _check_times(db, start_at, end_at)
     _check_working_hours(db, organizer, start_at, end_at)
-    invitees = [_get(db, Person, pid, "person") for pid in dict.fromkeys(attendee_ids or []) if pid != actor_id]
+    invitees = [fetch(db, Person, pid, "person") for pid in dict.fromkeys(attendee_ids or []) if pid != actor_id]
     for person in [organizer, *invitees]:
         _check_present(db, person, start_at, end_at)
     if room_id is not None:
-        _check_room(db, _get(db, Room, room_id, "room"), start_at, end_at, 1 + len(invitees))
+        _check_room(db, fetch(db, Room, room_id, "room"), start_at, end_at, 1 + len(invitees))
     event = Event(id=new_id(db, "EV-"), title=title.strip(), description=description.strip(), organizer_id=actor_id,
                   room_id=room_id, start_at=start_at, end_at=end_at, created_at=now(db))
     db.add(event)
@@ -294,12 +288,12 @@ def reschedule_event(db: Session, actor_id: str, event_id: str, start_at: Timest
     """
     event = _organized(db, actor_id, event_id)
     _check_times(db, start_at, end_at)
-    _check_working_hours(db, _get(db, Person, actor_id, "person"), start_at, end_at)
+    _check_working_hours(db, fetch(db, Person, actor_id, "person"), start_at, end_at)
     attendees = _attendees(db, event_id)
     for a in attendees:
-        _check_present(db, _get(db, Person, a.person_id, "person"), start_at, end_at)
+        _check_present(db, fetch(db, Person, a.person_id, "person"), start_at, end_at)
     if event.room_id is not None:
-        _check_room(db, _get(db, Room, event.room_id, "room"), start_at, end_at, len(attendees), exclude=event_id)
+        _check_room(db, fetch(db, Room, event.room_id, "room"), start_at, end_at, len(attendees), exclude=event_id)
     event.start_at, event.end_at = start_at, end_at
     for a in attendees:
         if a.person_id != actor_id:
@@ -316,7 +310,7 @@ def change_room(db: Session, actor_id: str, event_id: str, room_id: str | None) 
     if room_id == event.room_id:
         raise ToolError(f"event {event_id} is already in that room")
     if room_id is not None:
-        room = _get(db, Room, room_id, "room")
+        room = fetch(db, Room, room_id, "room")
         _check_room(db, room, event.start_at, event.end_at, len(_attendees(db, event_id)), exclude=event_id)
     event.room_id = room_id
     db.flush()
@@ -337,13 +331,13 @@ def add_attendee(db: Session, actor_id: str, event_id: str, person_id: str) -> d
     """Invite one more person to an event. Only the organizer may; refused when the person is out of office
     during the event or the event's room would be over capacity."""
     event = _organized(db, actor_id, event_id)
-    person = _get(db, Person, person_id, "person")
+    person = fetch(db, Person, person_id, "person")
     attendees = _attendees(db, event_id)
     if any(a.person_id == person_id for a in attendees):
         raise ToolError(f"{person.name} is already invited to event {event_id}")
     _check_present(db, person, event.start_at, event.end_at)
     if event.room_id is not None:
-        room = _get(db, Room, event.room_id, "room")
+        room = fetch(db, Room, event.room_id, "room")
         if len(attendees) + 1 > room.capacity:
             raise ToolError(f"room {room.name} seats {room.capacity} and event {event_id} already has "
                             f"{len(attendees)} attendees: move it to a bigger room first")
@@ -372,8 +366,8 @@ def respond_to_invite(db: Session, person_id: str, event_id: str, response: Resp
 
     The organizer cannot decline their own event (they should cancel it).
     """
-    _get(db, Person, person_id, "person")
-    event = _get(db, Event, event_id, "event")
+    fetch(db, Person, person_id, "person")
+    event = fetch(db, Event, event_id, "event")
     attendee = db.get(Attendee, (event_id, person_id))
     if attendee is None:
         raise ToolError(f"person {person_id} is not invited to event {event_id}")
@@ -396,7 +390,7 @@ def add_out_of_office(db: Session, person_id: str, start_at: Timestamp, end_at: 
     Refused when the block overlaps one they already have, ends in the past, or covers an event the person
     organizes (cancel or move that event first).
     """
-    person = _get(db, Person, person_id, "person")
+    person = fetch(db, Person, person_id, "person")
     if end_at <= start_at:
         raise ToolError("the block must end after it starts")
     if end_at <= now(db):

@@ -7,7 +7,7 @@ from typing import Literal
 
 from sqlmodel import col, select
 
-from mcpworld.servers.envs.world import Session, ToolError, new_id, not_found, now, tool
+from mcpworld.servers.envs.world import Session, ToolError, fetch, new_id, now, tool
 
 from .data import SLA
 from .models import (
@@ -33,22 +33,16 @@ MIN_RESOLUTION = 10  # characters
 ROLE_NAMES = {"staff": "a staff member", "agent": "an IT agent", "manager": "a manager"}
 
 
-def _get(db: Session, model: type, key: str, kind: str):
-    row = db.get(model, key)
-    if row is None:
-        raise not_found(kind, key)
-    return row
-
 
 def _active_employee(db: Session, employee_id: str) -> Employee:
-    employee = _get(db, Employee, employee_id, "employee")
+    employee = fetch(db, Employee, employee_id, "employee")
     if not employee.active:
         raise ToolError(f"employee {employee_id} ({employee.name}) has left the company")
     return employee
 
 
 def _open_ticket(db: Session, ticket_id: str) -> Ticket:
-    ticket = _get(db, Ticket, ticket_id, "ticket")
+    ticket = fetch(db, Ticket, ticket_id, "ticket")
     if ticket.status == "closed":
         raise ToolError(f"ticket {ticket_id} is closed; reopen it first")
     return ticket
@@ -62,13 +56,13 @@ def _ticket_view(db: Session, ticket: Ticket) -> dict:
 def _check_p1(db: Session, what: str, approved_by: str | None, assignee_id: str | None) -> None:
     """P1 needs a manager's approval, or an on-call agent as assignee."""
     if approved_by is not None:
-        approver = _get(db, Employee, approved_by, "employee")
+        approver = fetch(db, Employee, approved_by, "employee")
         if approver.role != "manager" or not approver.active:
             raise ToolError(f"P1 approval must come from an active manager; {approver.name} ({approved_by}) "
                             f"is not one")
         return
     if assignee_id is not None:
-        assignee = _get(db, Employee, assignee_id, "employee")
+        assignee = fetch(db, Employee, assignee_id, "employee")
         if assignee.role == "agent" and assignee.on_call:
             return
     raise ToolError(f"{what} cannot be P1 without a manager's approval (approved_by) or an on-call agent "
@@ -92,7 +86,7 @@ def find_employee(db: Session, query: str) -> list[Employee]:
 @tool
 def get_employee(db: Session, employee_id: str) -> dict:
     """Get an employee's profile with their manager, assigned assets, license seats and access requests."""
-    employee = _get(db, Employee, employee_id, "employee")
+    employee = fetch(db, Employee, employee_id, "employee")
     manager = db.get(Employee, employee.manager_id) if employee.manager_id else None
     assets = db.exec(select(Asset).where(Asset.assigned_to == employee_id).order_by(Asset.id))
     seats = db.exec(select(LicenseSeat, SoftwareLicense).join(SoftwareLicense)
@@ -131,7 +125,7 @@ def list_tickets(db: Session, status: TicketStatus | None = None, assignee_id: s
 @tool
 def get_ticket(db: Session, ticket_id: str) -> dict:
     """Get one ticket with its SLA state and all its comments (internal notes included), oldest first."""
-    ticket = _get(db, Ticket, ticket_id, "ticket")
+    ticket = fetch(db, Ticket, ticket_id, "ticket")
     comments = db.exec(select(TicketComment).where(TicketComment.ticket_id == ticket_id)
                        .order_by(TicketComment.created_at))
     return {**_ticket_view(db, ticket), "comments": [c.model_dump() for c in comments]}
@@ -150,7 +144,7 @@ def create_ticket(db: Session, requester_id: str, title: str, category: Category
     if not title.strip():
         raise ToolError("a ticket needs a title")
     if asset_id is not None:
-        _get(db, Asset, asset_id, "asset")
+        fetch(db, Asset, asset_id, "asset")
     if priority == "P1":
         _check_p1(db, "a new ticket", approved_by, None)
     ticket_id = new_id(db, "T-", 4)
@@ -172,7 +166,7 @@ def assign_ticket(db: Session, ticket_id: str, agent_id: str) -> dict:
     the ticket is closed, or when an unapproved P1 would move away from an on-call agent.
     """
     ticket = _open_ticket(db, ticket_id)
-    agent = _get(db, Employee, agent_id, "employee")
+    agent = fetch(db, Employee, agent_id, "employee")
     if agent.role != "agent":
         raise ToolError(f"{agent.name} ({agent_id}) is {ROLE_NAMES[agent.role]}, not an IT agent: only agents "
                         "can be assigned tickets")
@@ -209,7 +203,7 @@ def set_priority(db: Session, ticket_id: str, priority: Priority, approved_by: s
 @tool(writes=True, destructive=False)
 def add_comment(db: Session, ticket_id: str, author_id: str, body: str, internal: bool = False) -> TicketComment:
     """Add a comment to a ticket. Internal notes (hidden from the requester) may only be written by IT agents."""
-    _get(db, Ticket, ticket_id, "ticket")
+    fetch(db, Ticket, ticket_id, "ticket")
     author = _active_employee(db, author_id)
     if not body.strip():
         raise ToolError("a comment needs a body")
@@ -245,7 +239,7 @@ def reopen_ticket(db: Session, ticket_id: str, reason: str) -> dict:
 
     Refused when the ticket is not closed, or was closed more than 14 days ago: open a new ticket then.
     """
-    ticket = _get(db, Ticket, ticket_id, "ticket")
+    ticket = fetch(db, Ticket, ticket_id, "ticket")
     if ticket.status != "closed" or ticket.closed_at is None:
         raise ToolError(f"ticket {ticket_id} is {ticket.status}, not closed")
     if now(db) - ticket.closed_at > REOPEN_WINDOW:
@@ -283,7 +277,7 @@ def assign_asset(db: Session, asset_id: str, employee_id: str) -> Asset:
     Refused when the asset is not in stock, the employee has left, or the employee already has a laptop
     (one laptop per employee: return the old one first).
     """
-    asset = _get(db, Asset, asset_id, "asset")
+    asset = fetch(db, Asset, asset_id, "asset")
     employee = _active_employee(db, employee_id)
     if asset.status != "in_stock":
         raise ToolError(f"asset {asset_id} is {asset.status}, not in stock")
@@ -300,7 +294,7 @@ def assign_asset(db: Session, asset_id: str, employee_id: str) -> Asset:
 @tool(writes=True)
 def return_asset(db: Session, asset_id: str, condition: Condition) -> Asset:
     """Take an asset back from its holder: `good` puts it back in stock, `damaged` sends it to repair."""
-    asset = _get(db, Asset, asset_id, "asset")
+    asset = fetch(db, Asset, asset_id, "asset")
     if asset.status != "in_use" or asset.assigned_to is None:
         raise ToolError(f"asset {asset_id} is {asset.status} and not assigned to anyone")
     asset.status = "in_stock" if condition == "good" else "repair"
@@ -326,7 +320,7 @@ def assign_license(db: Session, license_id: str, employee_id: str) -> LicenseSea
 
     Refused when every seat is taken (revoke one first), the employee already holds a seat, or has left.
     """
-    lic = _get(db, SoftwareLicense, license_id, "license")
+    lic = fetch(db, SoftwareLicense, license_id, "license")
     employee = _active_employee(db, employee_id)
     used = _seats_used(db, license_id)
     if any(s.employee_id == employee_id for s in used):
@@ -341,8 +335,8 @@ def assign_license(db: Session, license_id: str, employee_id: str) -> LicenseSea
 @tool(writes=True)
 def revoke_license(db: Session, license_id: str, employee_id: str) -> dict:
     """Take a license seat back from an employee, freeing it for someone else."""
-    lic = _get(db, SoftwareLicense, license_id, "license")
-    _get(db, Employee, employee_id, "employee")
+    lic = fetch(db, SoftwareLicense, license_id, "license")
+    fetch(db, Employee, employee_id, "employee")
     seat = db.exec(select(LicenseSeat).where(LicenseSeat.license_id == license_id,
                                              LicenseSeat.employee_id == employee_id)).first()
     if seat is None:
@@ -359,7 +353,7 @@ def decide_access_request(db: Session, request_id: str, approver_id: str, decisi
     Only active IT agents and managers may decide, never on their own request. Admin-level access may only
     be approved by the requesting employee's own manager. A rejection needs a note saying why.
     """
-    request = _get(db, AccessRequest, request_id, "access request")
+    request = fetch(db, AccessRequest, request_id, "access request")
     approver = _active_employee(db, approver_id)
     if request.status != "pending":
         raise ToolError(f"access request {request_id} is already {request.status}")
@@ -368,7 +362,7 @@ def decide_access_request(db: Session, request_id: str, approver_id: str, decisi
                         "access requests")
     if approver_id == request.employee_id:
         raise ToolError("nobody can decide their own access request")
-    employee = _get(db, Employee, request.employee_id, "employee")
+    employee = fetch(db, Employee, request.employee_id, "employee")
     if decision == "approve" and request.level == "admin" and approver_id != employee.manager_id:
         manager = db.get(Employee, employee.manager_id) if employee.manager_id else None
         who = f"{manager.name} ({manager.id})" if manager else "their manager"

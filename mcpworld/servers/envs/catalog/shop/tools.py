@@ -7,7 +7,7 @@ from typing import Literal
 
 from sqlmodel import select
 
-from mcpworld.servers.envs.world import Session, ToolError, new_id, not_found, now, tool
+from mcpworld.servers.envs.world import Session, ToolError, fetch, new_id, not_found, now, tool
 
 from .models import (
     Customer,
@@ -36,10 +36,8 @@ FREE_STANDARD_SHIPPING_FROM = 50.0
 
 
 def _get(db: Session, model: type, key: str, kind: str):
-    row = db.get(model, key.strip().upper())
-    if row is None:
-        raise not_found(kind, key)
-    return row
+    """Ids are matched regardless of case and surrounding spaces."""
+    return fetch(db, model, key.strip().upper(), kind)
 
 
 def _items(db: Session, order_id: str) -> list[OrderItem]:

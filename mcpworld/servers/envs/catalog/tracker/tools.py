@@ -6,7 +6,7 @@ from typing import Literal
 
 from sqlmodel import col, select
 
-from mcpworld.servers.envs.world import Session, ToolError, new_id, not_found, now, tool
+from mcpworld.servers.envs.world import Session, ToolError, fetch, new_id, now, tool
 
 from .models import (
     Blocker,
@@ -34,16 +34,10 @@ WORKFLOW = {
 RANK = {"viewer": 0, "developer": 1, "maintainer": 2}
 
 
-def _get(db: Session, model: type, key: str, kind: str):
-    row = db.get(model, key)
-    if row is None:
-        raise not_found(kind, key)
-    return row
-
 
 def _require(db: Session, project_id: str, actor_id: str, minimum: str = "developer", action: str = "") -> Person:
     """The actor, if their role in the project is at least `minimum`."""
-    actor = _get(db, Person, actor_id, "person")
+    actor = fetch(db, Person, actor_id, "person")
     member = db.get(Membership, (project_id, actor_id))
     if member is None:
         raise ToolError(f"{actor.name} is not a member of project {project_id}")
@@ -55,7 +49,7 @@ def _require(db: Session, project_id: str, actor_id: str, minimum: str = "develo
 
 
 def _assignable(db: Session, project_id: str, person_id: str) -> Person:
-    person = _get(db, Person, person_id, "person")
+    person = fetch(db, Person, person_id, "person")
     member = db.get(Membership, (project_id, person_id))
     if member is None:
         raise ToolError(f"{person.name} is not a member of project {project_id}: only members can be assigned")
@@ -65,7 +59,7 @@ def _assignable(db: Session, project_id: str, person_id: str) -> Person:
 
 
 def _open_milestone(db: Session, project_id: str, milestone_id: str) -> Milestone:
-    milestone = _get(db, Milestone, milestone_id, "milestone")
+    milestone = fetch(db, Milestone, milestone_id, "milestone")
     if milestone.project_id != project_id:
         raise ToolError(f"milestone {milestone_id} belongs to project {milestone.project_id}, not {project_id}")
     if milestone.status != "open":
@@ -121,7 +115,7 @@ def find_person(db: Session, query: str) -> list[Person]:
 def list_projects(db: Session, person_id: str | None = None) -> list[dict]:
     """List projects (all, or those `person_id` belongs to, with their role there)."""
     if person_id is not None:
-        _get(db, Person, person_id, "person")
+        fetch(db, Person, person_id, "person")
     out = []
     for project in db.exec(select(Project).order_by(Project.id)):
         member = db.get(Membership, (project.id, person_id)) if person_id else None
@@ -133,7 +127,7 @@ def list_projects(db: Session, person_id: str | None = None) -> list[dict]:
 @tool
 def get_project(db: Session, project_id: str) -> dict:
     """Get a project with its members (and their roles) and its labels."""
-    project = _get(db, Project, project_id, "project")
+    project = fetch(db, Project, project_id, "project")
     members = db.exec(select(Membership, Person).join(Person, col(Membership.person_id) == Person.id)
                       .where(Membership.project_id == project_id).order_by(Membership.person_id)).all()
     labels = db.exec(select(Label).where(Label.project_id == project_id).order_by(Label.name))
@@ -147,7 +141,7 @@ def list_milestones(db: Session, project_id: str | None = None, status: Mileston
     """List milestones with their due date, progress (issues, done, unfinished ids) and whether overdue."""
     query = select(Milestone).order_by(Milestone.project_id, Milestone.due_on)
     if project_id is not None:
-        _get(db, Project, project_id, "project")
+        fetch(db, Project, project_id, "project")
         query = query.where(Milestone.project_id == project_id)
     if status is not None:
         query = query.where(Milestone.status == status)
@@ -177,7 +171,7 @@ def search_issues(db: Session, project_id: str | None = None, status: Status | N
 @tool
 def get_issue(db: Session, issue_id: str) -> dict:
     """Get an issue with its labels, comments, the issues blocking it (with their status) and those it blocks."""
-    issue = _get(db, Issue, issue_id, "issue")
+    issue = fetch(db, Issue, issue_id, "issue")
     comments = db.exec(select(IssueComment).where(IssueComment.issue_id == issue_id)
                        .order_by(IssueComment.created_at))
     blocked_by = db.exec(select(Issue).join(Blocker, col(Blocker.blocked_by_id) == Issue.id)
@@ -197,7 +191,7 @@ def create_issue(db: Session, actor_id: str, project_id: str, title: str, type: 
     Refused for viewers and non-members, for an assignee who is not a developer or maintainer of the
     project, a milestone that is closed or in another project, or a label the project does not have.
     """
-    project = _get(db, Project, project_id, "project")
+    project = fetch(db, Project, project_id, "project")
     _require(db, project_id, actor_id)
     if not title.strip():
         raise ToolError("an issue needs a title")
@@ -222,7 +216,7 @@ def update_issue(db: Session, actor_id: str, issue_id: str, title: str | None = 
                  description: str | None = None, priority: Priority | None = None,
                  type: IssueType | None = None) -> dict:
     """Edit an issue's title, description, priority and/or type. Viewers and non-members are refused."""
-    issue = _get(db, Issue, issue_id, "issue")
+    issue = fetch(db, Issue, issue_id, "issue")
     _require(db, issue.project_id, actor_id)
     if title is None and description is None and priority is None and type is None:
         raise ToolError("give at least one field to change")
@@ -247,7 +241,7 @@ def assign_issue(db: Session, actor_id: str, issue_id: str, assignee_id: str | N
     Refused for viewers and non-members acting, for an assignee who is not a developer or maintainer of the
     project, and for unassigning an issue that is in progress or in review (move it back to open first).
     """
-    issue = _get(db, Issue, issue_id, "issue")
+    issue = fetch(db, Issue, issue_id, "issue")
     _require(db, issue.project_id, actor_id)
     if assignee_id is None:
         if issue.status in ("in_progress", "review"):
@@ -269,7 +263,7 @@ def transition_issue(db: Session, actor_id: str, issue_id: str, status: Status) 
     Refused for viewers and non-members, for any other jump (e.g. open or in_progress straight to done),
     for in_progress without an assignee, and for done while an issue blocking it is not done.
     """
-    issue = _get(db, Issue, issue_id, "issue")
+    issue = fetch(db, Issue, issue_id, "issue")
     _require(db, issue.project_id, actor_id)
     if status == issue.status:
         raise ToolError(f"issue {issue_id} is already {status}")
@@ -296,7 +290,7 @@ def transition_issue(db: Session, actor_id: str, issue_id: str, status: Status) 
 def label_issue(db: Session, actor_id: str, issue_id: str, add: list[str] | None = None,
                 remove: list[str] | None = None) -> dict:
     """Add and/or remove labels (by name, from the project's labels) on an issue. Viewers are refused."""
-    issue = _get(db, Issue, issue_id, "issue")
+    issue = fetch(db, Issue, issue_id, "issue")
     _require(db, issue.project_id, actor_id)
     if not add and not remove:
         raise ToolError("give labels to add or remove")
@@ -318,7 +312,7 @@ def label_issue(db: Session, actor_id: str, issue_id: str, add: list[str] | None
 @tool(writes=True, destructive=False)
 def add_comment(db: Session, actor_id: str, issue_id: str, body: str) -> IssueComment:
     """Comment on an issue. Viewers and non-members are refused (viewers are read-only)."""
-    issue = _get(db, Issue, issue_id, "issue")
+    issue = fetch(db, Issue, issue_id, "issue")
     _require(db, issue.project_id, actor_id)
     if not body.strip():
         raise ToolError("a comment needs a body")
@@ -336,8 +330,8 @@ def link_blocker(db: Session, actor_id: str, issue_id: str, blocked_by_id: str) 
     Refused for viewers and non-members, for an issue blocking itself, a link that exists, or one that would
     make a cycle of blockers.
     """
-    issue = _get(db, Issue, issue_id, "issue")
-    blocker = _get(db, Issue, blocked_by_id, "issue")
+    issue = fetch(db, Issue, issue_id, "issue")
+    blocker = fetch(db, Issue, blocked_by_id, "issue")
     _require(db, issue.project_id, actor_id)
     if blocker.project_id != issue.project_id:
         raise ToolError(f"{blocked_by_id} is in project {blocker.project_id}; blockers must be in the same project")
@@ -365,7 +359,7 @@ def set_milestone(db: Session, actor_id: str, issue_id: str, milestone_id: str |
 
     Refused for viewers and non-members, and for closed milestones or milestones of another project.
     """
-    issue = _get(db, Issue, issue_id, "issue")
+    issue = fetch(db, Issue, issue_id, "issue")
     _require(db, issue.project_id, actor_id)
     if milestone_id is not None:
         _open_milestone(db, issue.project_id, milestone_id)
@@ -380,7 +374,7 @@ def set_milestone(db: Session, actor_id: str, issue_id: str, milestone_id: str |
 def close_milestone(db: Session, actor_id: str, milestone_id: str) -> dict:
     """Close a milestone. Only maintainers may, and only once every issue in it is done (move unfinished
     issues to another milestone first)."""
-    milestone = _get(db, Milestone, milestone_id, "milestone")
+    milestone = fetch(db, Milestone, milestone_id, "milestone")
     _require(db, milestone.project_id, actor_id, "maintainer", "close milestones")
     if milestone.status == "closed":
         raise ToolError(f"milestone {milestone.title} ({milestone_id}) is already closed")
@@ -396,7 +390,7 @@ def close_milestone(db: Session, actor_id: str, milestone_id: str) -> dict:
 @tool(writes=True)
 def delete_issue(db: Session, actor_id: str, issue_id: str) -> dict:
     """Delete an issue with its labels, comments and blocker links. Only maintainers may delete issues."""
-    issue = _get(db, Issue, issue_id, "issue")
+    issue = fetch(db, Issue, issue_id, "issue")
     _require(db, issue.project_id, actor_id, "maintainer", "delete issues")
     for model, column in [(IssueLabel, IssueLabel.issue_id), (IssueComment, IssueComment.issue_id),
                           (Blocker, Blocker.issue_id), (Blocker, Blocker.blocked_by_id)]:
