@@ -11,6 +11,7 @@ from mcpworld.agent.cli import run_command
 from mcpworld.registry.cli import registry_group, up_command
 from mcpworld.servers.envs.cli import serve_group, world_group
 from mcpworld.servers.swe.cli import serve_swe, swe_group
+from mcpworld.servers.synth.cli import synth_group
 from mcpworld.trainer.cli import train_group
 
 
@@ -38,3 +39,4 @@ main.add_command(run_command)
 main.add_command(train_group)
 main.add_command(swe_group)
 serve_group.add_command(serve_swe)
+main.add_command(synth_group)

@@ -66,7 +66,7 @@ def _definition_problems(world: World, init: str) -> list[Problem]:
     return out
 
 
-def _task_problems(runtime: WorldRuntime, task: Task, init: str) -> list[Problem]:
+def task_problems(runtime: WorldRuntime, task: Task, init: str) -> list[Problem]:
     where = _file_of(task.verify, init)
     field = f"task {task.id}"
     out = []
@@ -119,5 +119,5 @@ def validate(path: str | Path) -> tuple[World | None, list[Problem]]:
     except Exception as exc:
         return world, [Problem(_file_of(world.seed, init), "seed", f"{type(exc).__name__}: {str(exc).splitlines()[0]}")]
     for task in world.tasks:
-        problems += _task_problems(runtime, task, init)
+        problems += task_problems(runtime, task, init)
     return world, problems

@@ -1,0 +1,85 @@
+"""The sandboxed worker: results, limits that kill runaways, a zygote that survives them, no network."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from mcpworld.servers.synth.worker import Limits, Worker, sandbox_kind
+
+CALL = "mcpworld.servers.synth.jobs:call_function"
+
+
+@pytest.fixture(scope="module")
+def worker():
+    w = Worker(Limits(cpu_s=1, wall_s=2.5, memory_mb=512), preload=("json", "mcpworld.servers.synth.jobs"))
+    yield w
+    w.close()
+
+
+def snippet(worker: Worker, source: str, **args):
+    return worker.run(CALL, {"source": source, "name": "f", "args": args})
+
+
+def test_runs_code_and_captures_output(worker: Worker) -> None:
+    result = snippet(worker, "def f(x):\n    print('side note')\n    return {'double': x * 2}", x=21)
+    assert result.ok and result.value == {"double": 42}
+    assert "side note" in result.output
+
+
+def test_errors_come_back_with_their_traceback(worker: Worker) -> None:
+    result = snippet(worker, "def f():\n    return undefined_name + 1")
+    assert not result.ok and result.kind == "error"
+    assert "NameError" in result.error and "undefined_name" in result.traceback
+
+
+def test_runaway_loop_is_killed_and_the_worker_survives(worker: Worker) -> None:
+    began = time.monotonic()
+    result = snippet(worker, "def f():\n    while True:\n        pass")
+    elapsed = time.monotonic() - began
+    assert not result.ok and result.kind in ("cpu", "timeout"), result
+    assert elapsed < 4.0
+    sleeper = snippet(worker, "import time\ndef f():\n    time.sleep(60)")
+    assert sleeper.kind == "timeout" and "2.5s" in sleeper.error
+    starts = worker.starts
+    assert snippet(worker, "def f():\n    return 'still here'").value == "still here"
+    assert worker.starts == starts  # the zygote itself never died
+
+
+def test_memory_limit(worker: Worker) -> None:
+    result = snippet(worker, "def f():\n    return len('x' * (2 * 1024 ** 3))")
+    assert not result.ok and ("MemoryError" in (result.error or "") or result.kind == "killed")
+
+
+def test_exit_does_not_take_the_worker_down(worker: Worker) -> None:
+    result = snippet(worker, "import os\ndef f():\n    os._exit(3)")
+    assert not result.ok and "status 3" in result.error
+    assert snippet(worker, "def f():\n    return 1").value == 1
+
+
+def test_environment_is_scrubbed_and_cwd_is_private(worker: Worker, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = snippet(worker, "import os\ndef f():\n    return dict(os.environ), os.getcwd()")
+    env, cwd = result.value
+    assert not {"OPENAI_API_KEY", "MCPWORLD_HOME", "HTTP_PROXY"} & set(env)
+    assert env["HOME"] == cwd and "mcpworld-worker-" in cwd
+    files = snippet(worker, "import os\ndef f():\n    open('scratch.txt', 'w').write('x')\n    return os.listdir('.')")
+    assert "scratch.txt" in files.value
+    assert "scratch.txt" not in snippet(worker, "import os\ndef f():\n    return os.listdir('.')").value
+
+
+@pytest.mark.skipif(sandbox_kind() == "none", reason="neither bubblewrap nor unshare works here: no network "
+                                                     "namespace (documented in docs/synthesis.md)")
+def test_no_network(worker: Worker) -> None:
+    result = snippet(worker, "import socket\ndef f():\n    socket.create_connection(('1.1.1.1', 53), timeout=2)")
+    assert not result.ok and ("unreachable" in result.error.lower() or "OSError" in result.error)
+
+
+@pytest.mark.skipif(sandbox_kind() != "bwrap", reason="file-system isolation needs bubblewrap")
+def test_host_files_are_invisible_and_read_only(worker: Worker, tmp_path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("s3cret")
+    result = snippet(worker, f"import os\ndef f():\n    return os.path.exists({str(secret)!r})")
+    assert result.ok and result.value is False
+    write = snippet(worker, "def f():\n    open('/usr/evil', 'w').write('x')")
+    assert not write.ok and ("Read-only" in write.error or "Permission" in write.error)
