@@ -13,6 +13,7 @@ from mcpworld.servers.envs.cli import serve_group, world_group
 from mcpworld.servers.swe.cli import serve_swe, swe_group
 from mcpworld.servers.synth.cli import synth_group
 from mcpworld.trainer.cli import train_group
+from mcpworld.tui.cli import tui_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -40,3 +41,4 @@ main.add_command(train_group)
 main.add_command(swe_group)
 serve_group.add_command(serve_swe)
 main.add_command(synth_group)
+main.add_command(tui_command)

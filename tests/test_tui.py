@@ -59,7 +59,7 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         wait_http(base + "/healthz", proc)
         deadline = time.monotonic() + 30
-        while not all(e.health == "up" for e in fetch_servers(base)):  # health shows in the table
+        while not all(e.health == "up" for e in fetch_servers(base) if e.kind == "world"):  # shown in the table
             assert time.monotonic() < deadline, "worlds never became healthy"
             time.sleep(0.2)
         yield base
@@ -141,9 +141,13 @@ async def test_servers_listed_and_filterable(up: str, tmp_path: Path) -> None:
         await until(pilot, lambda: not screen.shown, "an empty result")
         assert "No server matches 'travel bank'" in screen_text(app)
 
+        worlds = sorted(s["server"]["name"] for s in registered if s["server"]["_meta"]["io.mcpworld/server"]["kind"]
+                        == "world")
         search = screen.query_one("#search", Input)
-        search.value = "world"
-        await until(pilot, lambda: len(screen.shown) == len(names), "the kind filter")
+        search.value = "kind:world health:up"
+        await until(pilot, lambda: sorted(e.name for e in screen.shown) == worlds, "the kind filter")
+        search.value = "tag:refunds"
+        await until(pilot, lambda: {e.short_name for e in screen.shown} == {"airline", "shop"}, "the tag filter")
         search.value = ""
         await pilot.press("escape", "r")  # back to the table, refresh from the registry
         await until(pilot, lambda: len(screen.shown) == len(names), "the refresh")
@@ -232,7 +236,7 @@ async def test_console_plays_cancel_within_24h_to_a_passing_verdict(up: str, tmp
         assert "✓ reservation[ZFA04Y] updated" in shown and "status: \"booked\" → \"cancelled\"" in shown
         assert "PASSED" in screen_text(app)
 
-        await pilot.press("4")  # the state tab shows the same diff, and tables with counts
+        await pilot.press("escape", "4")  # leave the text box; the state tab shows the same diff, and tables
         state_title = screen.query_one("#state-title", Static)
         await until(pilot, lambda: "since it started" in plain(state_title.content), "the state diff")
         await until(pilot, lambda: "cancelled" in plain(screen.query_one("#state-diff", Static).content), "the diff")
@@ -379,6 +383,7 @@ async def test_trajectory_file_steps_through_turns(oracle_file: Path, tmp_path: 
 
 @pytest.mark.anyio
 async def test_rollouts_screen_runs_the_oracle_and_opens_the_result(up: str, tmp_path: Path) -> None:
+    n = len(await list_tasks("airline", up, "test"))
     app = MCPWorldApp(registry=up, workdir=tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: isinstance(app.screen, ServersScreen) and app.screen.loaded, "the servers list")
@@ -386,20 +391,34 @@ async def test_rollouts_screen_runs_the_oracle_and_opens_the_result(up: str, tmp
         await until(pilot, lambda: isinstance(app.screen, RolloutsScreen), "the rollouts screen")
         screen = app.screen
         screen.query_one("#server", Select).value = "airline"
-        screen.query_one("#concurrency", Input).value = "8"
+        screen.query_one("#split", Select).value = "test"
+        screen.query_one("#samples", Input).value = "2"
         await pilot.pause()
-        assert screen.query_one("#output", Input).value == str(tmp_path / "rollouts-airline-oracle.jsonl")
+        output = tmp_path / "rollouts-airline-oracle.jsonl"
+        assert screen.query_one("#output", Input).value == str(output)
         await pilot.press("ctrl+r")
         await until(pilot, lambda: screen.running or screen.finished, "the run to start")
         await until(pilot, lambda: screen.finished, "the run to finish", timeout=60)
-        assert screen.done == screen.total == 20 and screen.passed == 20
-        assert "done: 20/20 episodes · 20 passed · 0 failed · 0 errors" in screen_text(app)
+        assert screen.done == screen.total == 2 * n and screen.passed == 2 * n
+        assert f"done: {2 * n}/{2 * n} episodes · {2 * n} passed · 0 failed · 0 errors" in screen_text(app)
         assert "success rate: 100.0%" in screen_text(app)
-        assert len(read_trajectories(tmp_path / "rollouts-airline-oracle.jsonl")) == 20
+        written = read_trajectories(output)
+        assert len(written) == 2 * n and {t.sample for t in written} == {0, 1}
 
         await pilot.press("ctrl+o")
         await until(pilot, lambda: isinstance(app.screen, TrajectoriesScreen) and app.screen.current, "the results")
-        assert len(app.screen.trajectories) == 20
+        assert len(app.screen.trajectories) == 2 * n
+
+
+def test_cli_command_options(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from mcpworld.tui.cli import tui_command
+
+    result = CliRunner().invoke(tui_command, ["--help"])
+    assert result.exit_code == 0 and "--registry URL" in result.output and "--open" in result.output
+    result = CliRunner().invoke(tui_command, ["--open", str(tmp_path / "missing.jsonl")])
+    assert result.exit_code == 2 and "does not exist" in result.output
 
 
 # -- the schema form on its own --------------------------------------------------------------------------
@@ -464,6 +483,8 @@ async def _servers_ready(pilot) -> None:
     await until(pilot, lambda: isinstance(app.screen, ServersScreen) and app.screen.loaded, "the servers list")
     app.screen.sub_title = "registry"  # the port differs on every run
     app.clear_notifications()
+    app.screen.query_one("#search", Input).value = "kind:world"  # other kinds of server come and go
+    await until(pilot, lambda: all(e.kind == "world" for e in app.screen.shown), "the worlds")
 
 
 @snapshots

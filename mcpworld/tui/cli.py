@@ -1,0 +1,30 @@
+"""`mcpworld tui`: the click command (the lead wires it into `mcpworld.cli`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from mcpworld.registry.connect import registry_url
+
+
+@click.command("tui")
+@click.option("--registry", default=None, metavar="URL",
+              help="Registry base URL (default: $MCPWORLD_REGISTRY or http://127.0.0.1:8765).")
+@click.option("--open", "open_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Open this trajectory file (JSONL) straight away.")
+def tui_command(registry: str | None, open_file: Path | None) -> None:
+    """Browse registered servers, call tools in live episodes, read trajectories, launch rollouts.
+
+    \b
+    Start the servers first (`mcpworld up`), then:
+      mcpworld tui
+      mcpworld tui --open trajectories.jsonl
+    Press F1 (or ?) in the app for its keys.
+    """
+    try:
+        from mcpworld.tui.app import MCPWorldApp
+    except ImportError as exc:  # textual is an optional dependency
+        raise click.ClickException(f"the TUI needs textual: pip install 'mcpworld[tui]' ({exc})") from None
+    MCPWorldApp(registry=registry or registry_url(), open_file=open_file).run()

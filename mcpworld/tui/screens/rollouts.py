@@ -1,0 +1,220 @@
+"""Launch a rollout (tasks x samples with a scripted policy) through the agent runner and watch it finish.
+
+`mcpworld.agent.runner.run` is async and I/O-bound, so it runs in an async worker on the app's loop; its
+`on_done` callback updates the progress bar as each episode lands.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Button, Footer, Header, Input, Label, ProgressBar, Select, Static
+
+from mcpworld.agent.policies import OraclePolicy, Policy, RandomPolicy
+from mcpworld.agent.trajectory import Trajectory
+from mcpworld.tui.errors import ReportsWorkerErrors, error_text
+from mcpworld.tui.registry import ServerEntry
+
+POLICIES = ["oracle", "random"]
+
+
+def make_policy(name: str, seed: int = 0) -> Any:
+    """A factory for `runner.run`: one policy per runner worker (random ones seeded apart)."""
+    def factory(index: int) -> Policy:
+        return OraclePolicy() if name == "oracle" else RandomPolicy(seed=seed * 1000 + index)
+
+    return factory
+
+
+class RolloutsScreen(ReportsWorkerErrors, Screen):
+    """A one-line-per-field form, then a progress bar and live counts, then 'open trajectories'."""
+
+    DEFAULT_CSS = """
+    RolloutsScreen #rollout-form { height: auto; padding: 0 1; }
+    RolloutsScreen .row { height: 1; margin-bottom: 1; }
+    RolloutsScreen .row Label { width: 14; }
+    RolloutsScreen .row Input, RolloutsScreen .row Select { width: 1fr; }
+    RolloutsScreen #buttons { height: 1; margin: 0 1 1 1; }
+    RolloutsScreen #buttons Button { margin-right: 2; }
+    RolloutsScreen #progress { margin: 0 1; display: none; }
+    RolloutsScreen #counts { height: auto; padding: 0 1; }
+    RolloutsScreen #summary { height: 1fr; padding: 0 1; color: $text-muted; }
+    """
+
+    BINDINGS = [
+        Binding("escape", "back", "Back"),
+        Binding("ctrl+r", "launch", "Run", priority=True),
+        Binding("ctrl+o", "open_results", "Open trajectories", priority=True),
+    ]
+
+    def __init__(self, registry: str, servers: list[ServerEntry] | None = None, output_dir: Path | None = None):
+        super().__init__()
+        self.registry = registry
+        self.servers = servers or []
+        self.output_dir = output_dir
+        self.running = False
+        self.done = 0
+        self.total = 0
+        self.passed = 0
+        self.errors = 0
+        self.output: Path | None = None
+        self.results: list[Trajectory] = []
+        self.finished = False
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        names = [e.short_name if e.name.startswith("io.mcpworld/") else e.name for e in self.servers]
+        with Vertical(id="rollout-form"):
+            with Horizontal(classes="row"):
+                yield Label("server")
+                yield Select([(n, n) for n in names], id="server", compact=True, prompt="world",
+                             value=names[0] if names else Select.NULL)
+            with Horizontal(classes="row"):
+                yield Label("policy")
+                yield Select([(p, p) for p in POLICIES], id="policy", value="oracle", compact=True,
+                             allow_blank=False)
+            with Horizontal(classes="row"):
+                yield Label("tasks")
+                yield Select([("every task", "all"), ("train split", "train"), ("test split", "test")], id="split",
+                             value="all", compact=True, allow_blank=False)
+            with Horizontal(classes="row"):
+                yield Label("samples/task")
+                yield Input("1", id="samples", type="integer", compact=True)
+            with Horizontal(classes="row"):
+                yield Label("concurrency")
+                yield Input("4", id="concurrency", type="integer", compact=True)
+            with Horizontal(classes="row"):
+                yield Label("output")
+                yield Input("", id="output", placeholder="trajectories file (.jsonl)", compact=True)
+        with Horizontal(id="buttons"):
+            yield Button("Run", id="run", variant="primary", compact=True)
+            yield Button("Open trajectories", id="open-results", compact=True, disabled=True)
+        yield ProgressBar(id="progress", show_eta=False)
+        yield Static("Pick a world and a policy, then Run (Ctrl+R).", id="counts", markup=False)
+        yield Static("", id="summary", markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.title = "Rollouts"
+        self.sub_title = "scripted policies through the agent runner"
+        self._default_output()
+
+    def _default_output(self) -> None:
+        server = self.query_one("#server", Select).value
+        policy = self.query_one("#policy", Select).value
+        name = f"rollouts-{server if isinstance(server, str) else 'run'}-{policy}.jsonl"
+        path = (self.output_dir / name) if self.output_dir else Path(name)
+        self.query_one("#output", Input).value = str(path)
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        if event.select.id in ("server", "policy") and not self.running:
+            self._default_output()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "run":
+            self.action_launch()
+        elif event.button.id == "open-results":
+            self.action_open_results()
+
+    # -- running -----------------------------------------------------------------------------------------
+
+    def action_launch(self) -> None:
+        if self.running:
+            self.notify("A rollout is already running.", severity="warning")
+            return
+        server = self.query_one("#server", Select).value
+        policy = self.query_one("#policy", Select).value
+        if not isinstance(server, str):
+            self.notify("Pick a world first (is the registry up?).", severity="error")
+            return
+        try:
+            samples = int(self.query_one("#samples", Input).value or "1")
+            concurrency = int(self.query_one("#concurrency", Input).value or "4")
+            if samples < 1 or concurrency < 1:
+                raise ValueError
+        except ValueError:
+            self.notify("samples and concurrency must be whole numbers ≥ 1.", severity="error")
+            return
+        output_text = self.query_one("#output", Input).value.strip()
+        if not output_text:
+            self.notify("Give an output file.", severity="error")
+            return
+        output = Path(output_text).expanduser()
+        if output.exists():
+            self.notify(f"{output.name} exists: new episodes are appended to it.", severity="warning")
+        split = self.query_one("#split", Select).value
+        self.launch(server, str(policy), samples, concurrency, output, None if split == "all" else str(split))
+
+    @work(group="rollout", exclusive=True, exit_on_error=False)
+    async def launch(self, server: str, policy: str, samples: int, concurrency: int, output: Path,
+                     split: str | None = None) -> None:
+        from mcpworld.agent.runner import RunSpec, list_tasks, run
+
+        self.running, self.finished = True, False
+        self.done = self.passed = self.errors = 0
+        self.results, self.output = [], output
+        self.query_one("#run", Button).disabled = True
+        self.query_one("#open-results", Button).disabled = True
+        counts = self.query_one("#counts", Static)
+        counts.update(f"listing the tasks of {server}…")
+        self.query_one("#summary", Static).update("")
+        try:
+            tasks = await list_tasks(server, self.registry, split)
+            self.total = len(tasks) * samples
+            bar = self.query_one("#progress", ProgressBar)
+            bar.update(total=self.total, progress=0)
+            bar.display = True
+            self._show_counts()
+            spec = RunSpec(server=server, tasks=tasks, samples=samples, concurrency=concurrency, output=output,
+                           registry=self.registry)
+            _, summary = await run(spec, make_policy(policy), on_done=self._on_done)
+        except Exception as exc:
+            counts.update(f"rollout failed: {error_text(exc)}")
+            self.notify(f"rollout failed: {error_text(exc)}", severity="error", timeout=10)
+            return
+        finally:
+            self.running = False
+            self.query_one("#run", Button).disabled = False
+        self.finished = True
+        self.query_one("#progress", ProgressBar).update(total=max(self.total, 1), progress=self.total)
+        self._show_counts()
+        self.query_one("#summary", Static).update(
+            "  ".join(f"{k}: {v}" for k, v in summary.rows()) + f"\n→ {output}   (Ctrl+O opens it)")
+        self.query_one("#open-results", Button).disabled = False
+        self.notify(f"Rollout finished: {summary.episodes} episodes, {summary.success_rate:.0%} passed.")
+
+    def _on_done(self, traj: Trajectory) -> None:
+        self.results.append(traj)
+        self.done += 1
+        self.passed += bool(traj.verdict and traj.verdict.passed)
+        self.errors += traj.termination == "server_error"
+        self.query_one("#progress", ProgressBar).advance(1)
+        self._show_counts()
+
+    def _show_counts(self) -> None:
+        failed = self.done - self.passed - self.errors
+        state = "done" if self.finished else "running"
+        self.query_one("#counts", Static).update(
+            f"{state}: {self.done}/{self.total} episodes · {self.passed} passed · {failed} failed · "
+            f"{self.errors} errors")
+
+    # -- after -------------------------------------------------------------------------------------------
+
+    def action_open_results(self) -> None:
+        if not self.finished or self.output is None:
+            self.notify("Run a rollout first.", severity="warning")
+            return
+        from mcpworld.tui.screens.trajectories import TrajectoriesScreen
+
+        self.app.push_screen(TrajectoriesScreen(self.output))
+
+    def action_back(self) -> None:
+        if self.running:
+            self.notify("Rollout cancelled.", severity="warning")
+        self.dismiss()

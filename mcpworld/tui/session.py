@@ -1,0 +1,184 @@
+"""One live MCP connection per opened server, owned by a single coroutine.
+
+anyio cancel scopes must be exited by the task that entered them, so `ServerSession.run()` enters
+`connect(...)`, serves requests from an asyncio.Queue, and leaves the connection itself. Every other part of
+the UI only enqueues work (`await session.call_tool(...)`) and awaits the future.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import mcp_types as types
+
+from mcpworld import protocol as p
+from mcpworld.models import TaskInfo
+from mcpworld.registry.connect import connect
+from mcpworld.tui.errors import UserError, error_text
+from mcpworld.tui.rpclog import LoggedClient, RpcEntry, RpcLog, to_jsonable
+
+T = TypeVar("T")
+
+
+class SessionClosed(UserError, ConnectionError):
+    """The connection is gone (or never came up); the message says why."""
+
+
+Job = tuple[Callable[[LoggedClient], Awaitable[Any]], asyncio.Future]
+
+
+class ServerSession:
+    """A long-lived connection to one server, driven through a queue by `run()` (run it in one worker)."""
+
+    def __init__(self, target: str | dict[str, Any], registry: str | None = None, timeout_s: float = 30.0):
+        self.target = target
+        self.registry = registry
+        self.timeout_s = timeout_s
+        self.log = RpcLog()
+        self.queue: asyncio.Queue[Job | None] = asyncio.Queue()
+        self.connected = asyncio.Event()
+        self.finished = asyncio.Event()
+        self.error: str | None = None
+        self.is_world = False
+        self.server_info: dict[str, Any] = {}
+        self.capabilities: dict[str, Any] = {}
+        self.episode: str | None = None
+        self.task: str | None = None
+        self.instruction: str = ""
+        self._current: Job | None = None
+        self._closing = False
+
+    @property
+    def label(self) -> str:
+        if isinstance(self.target, dict):
+            return self.target.get("server", self.target).get("name", "?")
+        return self.target
+
+    async def run(self) -> None:
+        """Open the connection, serve queued jobs until `close()`, then close the episode and the connection."""
+        try:
+            async with connect(self.target, registry=self.registry, timeout=self.timeout_s) as client:
+                api = LoggedClient(client, self.log, self.timeout_s)
+                self._record_connect(client)
+                self.connected.set()
+                while (job := await self.queue.get()) is not None:
+                    fn, future = self._current = job
+                    try:
+                        result = await fn(api)
+                    except Exception as exc:
+                        if not future.done():
+                            future.set_exception(exc)
+                    else:
+                        if not future.done():
+                            future.set_result(result)
+                    self._current = None
+                if self.episode is not None:
+                    try:
+                        await asyncio.wait_for(api.close(self.episode), 5)
+                    except Exception:
+                        pass
+                    self.episode = None
+            if not self._closing:  # the transport died and the SDK cancelled the connection's scope
+                self.error = f"the connection to {self.label} was lost"
+        except Exception as exc:
+            self.error = error_text(exc)
+        finally:
+            self.connected.set()
+            self.finished.set()
+            self._fail_pending()
+
+    def _record_connect(self, client: Any) -> None:
+        info = client.server_info
+        self.server_info = to_jsonable(info) if info is not None else {}
+        caps = self.capabilities = to_jsonable(client.server_capabilities)
+        self.is_world = p.EXTENSION_ID in (caps.get("extensions") or {})
+        self.log.add(RpcEntry(id=0, method="connect", params={"target": self.label},
+                              result={"protocolVersion": client.protocol_version, "serverInfo": self.server_info,
+                                      "capabilities": caps}))
+
+    def _fail_pending(self) -> None:
+        error = SessionClosed(self.error or "the connection is closed")
+        if self._current is not None and not self._current[1].done():
+            self._current[1].set_exception(error)
+        self._current = None
+        while not self.queue.empty():
+            job = self.queue.get_nowait()
+            if job is not None and not job[1].done():
+                job[1].set_exception(error)
+
+    async def wait_connected(self) -> None:
+        """Return once connected; raise SessionClosed if the connection failed."""
+        await self.connected.wait()
+        if self.error is not None or self.finished.is_set():
+            raise SessionClosed(self.error or "the connection is closed")
+
+    async def submit(self, fn: Callable[[LoggedClient], Awaitable[T]]) -> T:
+        """Run `fn` on the session's task with its client and return its result (or raise its error)."""
+        if self.finished.is_set():
+            raise SessionClosed(self.error or "the connection is closed")
+        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        await self.queue.put((fn, future))
+        return await future
+
+    def close(self) -> None:
+        """Ask `run()` to finish: it closes the live episode and leaves the connection from its own task."""
+        if not self.finished.is_set() and not self._closing:
+            self._closing = True
+            self.queue.put_nowait(None)
+
+    async def aclose(self, timeout_s: float = 5.0) -> None:
+        self.close()
+        try:
+            await asyncio.wait_for(self.finished.wait(), timeout_s)
+        except TimeoutError:
+            pass
+
+    # -- conveniences the screens use ------------------------------------------------------------------
+
+    async def list_tools(self) -> list[types.Tool]:
+        return await self.submit(lambda api: api.list_tools())
+
+    async def list_prompts(self) -> list[types.Prompt]:
+        return await self.submit(lambda api: api.list_prompts())
+
+    async def list_resources(self) -> list[types.Resource]:
+        return await self.submit(lambda api: api.list_resources())
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        return await self.submit(lambda api: api.read_resource(uri))
+
+    async def tasks(self) -> list[TaskInfo]:
+        return await self.submit(lambda api: api.tasks())
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        episode = self.episode if self.is_world else None
+        return await self.submit(lambda api: api.call_tool(name, arguments, episode))
+
+    async def start(self, task: str | None, seed: int = 0) -> p.StartResult:
+        """Start an episode (closing the previous one) and make it the live one."""
+        async def go(api: LoggedClient) -> p.StartResult:
+            started = await api.start(task, seed)
+            if self.episode is not None and self.episode != started.episode:
+                try:
+                    await api.close(self.episode)
+                except Exception:
+                    pass
+            self.episode, self.task, self.instruction = started.episode, started.task, started.instruction
+            return started
+
+        return await self.submit(go)
+
+    async def verify(self, answer: str | None = None) -> p.VerifyResult:
+        episode = self._live()
+        return await self.submit(lambda api: api.verify(episode, answer))
+
+    async def state(self, table: str | None = None, limit: int = 100) -> p.StateResult:
+        episode = self._live()
+        return await self.submit(lambda api: api.state(episode, table, limit))
+
+    def _live(self) -> str:
+        if self.episode is None:
+            raise SessionClosed("no live episode: start one first")
+        return self.episode

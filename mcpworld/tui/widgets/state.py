@@ -1,0 +1,111 @@
+"""The live episode's database: its tables with row counts, a table's rows, and the diff since the start.
+
+Read through `EpisodeControl.state`, so what you see is what the verifier will see.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import DataTable, OptionList, Static
+from textual.widgets.option_list import Option
+
+from mcpworld.tui.errors import ReportsWorkerErrors, error_text
+from mcpworld.tui.render import diff_text
+from mcpworld.tui.session import ServerSession
+
+DIFF = "__diff__"
+
+
+class StateBrowser(ReportsWorkerErrors, Horizontal):
+    """Tables on the left; the selected table's rows (or the diff) on the right."""
+
+    DEFAULT_CSS = """
+    StateBrowser #state-tables { width: 26; height: 1fr; }
+    StateBrowser #state-right { width: 1fr; height: 1fr; padding-left: 1; }
+    StateBrowser #state-title { height: 1; color: $text-muted; }
+    StateBrowser #state-rows { height: 1fr; }
+    StateBrowser #state-diff-box { height: 1fr; display: none; }
+    """
+
+    def __init__(self, session: ServerSession, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.session = session
+        self.table: str = DIFF
+        self.counts: dict[str, int] = {}
+        self.diff: dict[str, Any] = {}
+        self.rows: list[dict[str, Any]] = []
+
+    def compose(self) -> ComposeResult:
+        yield OptionList(id="state-tables")
+        with Vertical(id="state-right"):
+            yield Static("No episode yet.", id="state-title", markup=False)
+            yield DataTable(id="state-rows", zebra_stripes=True)
+            with VerticalScroll(id="state-diff-box"):
+                yield Static("", id="state-diff")
+
+    @work(group="state", exclusive=True, exit_on_error=False)
+    async def reload(self) -> None:
+        """Fetch table counts and the diff, then the selected table's rows."""
+        if not self.session.is_world:
+            self.query_one("#state-title", Static).update("Not a world server: no episode state.")
+            return
+        if self.session.episode is None:
+            self.query_one("#state-title", Static).update("No episode yet: start a task in the console.")
+            return
+        try:
+            state = await self.session.state(None if self.table == DIFF else self.table)
+        except Exception as exc:
+            self.query_one("#state-title", Static).update(Text(f"state failed: {error_text(exc)}", "red"))
+            return
+        self.counts, self.diff, self.rows = state.tables, state.diff, state.rows
+        self._fill_tables()
+        self._show_selected()
+
+    def _fill_tables(self) -> None:
+        options = self.query_one("#state-tables", OptionList)
+        changed = sum(1 for d in self.diff.values() if any(d.get(k) for k in ("inserted", "deleted", "updated")))
+        highlighted = options.highlighted
+        options.clear_options()
+        options.add_option(Option(f"Δ diff ({changed} changed)", id=DIFF))
+        for name, count in self.counts.items():
+            options.add_option(Option(f"{name} ({count})", id=name))
+        if highlighted is not None and highlighted < options.option_count:
+            options.highlighted = highlighted
+        else:
+            options.highlighted = 0
+
+    def _show_selected(self) -> None:
+        title = self.query_one("#state-title", Static)
+        rows_table = self.query_one("#state-rows", DataTable)
+        diff_box = self.query_one("#state-diff-box")
+        episode = self.session.episode or "?"
+        if self.table == DIFF:
+            title.update(f"changes in {episode} since it started")
+            self.query_one("#state-diff", Static).update(diff_text(self.diff))
+            rows_table.display, diff_box.display = False, True
+            return
+        title.update(f"{self.table}: {self.counts.get(self.table, 0)} rows (first 100) in {episode}")
+        rows_table.display, diff_box.display = True, False
+        rows_table.clear(columns=True)
+        columns = list(self.rows[0]) if self.rows else []
+        if columns:
+            rows_table.add_columns(*columns)
+            for row in self.rows:
+                rows_table.add_row(*(str(row.get(c, "")) for c in columns))
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self._select(event.option.id)
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        self._select(event.option.id)
+
+    def _select(self, table: str | None) -> None:
+        if table is None or table == self.table:
+            return
+        self.table = table
+        self.reload()
