@@ -125,7 +125,7 @@ class LocalBackend:
         if not self.isolate:
             return ["bash", "-c", command]
         argv = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-        for shared in _git_alternates(cwd):  # the shared object cache may live under /tmp: keep it readable
+        for shared in _git_alternates(cwd) + _interpreter_dirs():  # may live under /tmp: keep them readable
             argv += ["--ro-bind", shared, shared]
         return argv + ["--bind", str(writable), str(writable), "--unshare-all", "--die-with-parent",
                        "--new-session", "--chdir", str(cwd), "bash", "-c", command]
@@ -168,6 +168,12 @@ def _git_alternates(cwd: Path) -> list[str]:
     except OSError:
         return []
     return [line.strip() for line in lines if line.strip().startswith("/") and os.path.isdir(line.strip())]
+
+
+def _interpreter_dirs() -> list[str]:
+    """This Python's installation (a virtualenv may sit under /tmp, which bubblewrap replaces with a tmpfs)."""
+    dirs = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, os.path.dirname(sys.executable))}
+    return sorted(d for d in dirs if d.startswith("/tmp/") and os.path.isdir(d))
 
 
 def kill_group(pid: int) -> None:
