@@ -12,6 +12,7 @@ from mcpworld.registry.cli import registry_group, up_command
 from mcpworld.servers.envs.cli import serve_group, world_group
 from mcpworld.servers.swe.cli import serve_swe, swe_group
 from mcpworld.servers.synth.cli import synth_group
+from mcpworld.servers.world.cli import collect_command, eval_command, serve_model_command, serve_world_model_command
 from mcpworld.trainer.cli import train_group
 from mcpworld.tui.cli import tui_command
 
@@ -42,3 +43,7 @@ main.add_command(swe_group)
 serve_group.add_command(serve_swe)
 main.add_command(synth_group)
 main.add_command(tui_command)
+world_group.add_command(collect_command)
+world_group.add_command(eval_command)
+world_group.add_command(serve_model_command)
+serve_group.add_command(serve_world_model_command)

@@ -28,6 +28,7 @@ from mcpworld.registry.store import RegistryStore
 from mcpworld.servers.envs.host import running, world_path, world_routes
 from mcpworld.servers.envs.server import WorldServer
 from mcpworld.servers.swe.server import SWE_PATH, SWEServer, running_swe, swe_record, swe_routes
+from mcpworld.servers.world.servers import MountedWorldModel, running_world_models
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +48,7 @@ class Stack:
     worlds: list[WorldServer]
     health_interval_s: float = 60.0
     swe: SWEServer | None = None
+    world_models: list[MountedWorldModel] = field(default_factory=list)
     records: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -88,10 +90,12 @@ def build_app(stack: Stack) -> FastAPI:
         stack.records = world_records(stack)
         if stack.swe is not None:
             stack.records.append(swe_record(stack.base_url, stack.swe))
+        stack.records += [m.record(stack.base_url) for m in stack.world_models]
         for record in stack.records:
             stack.store.publish(record, replace=True)
         swe = running_swe(stack.swe) if stack.swe is not None else contextlib.nullcontext()
-        async with running(stack.worlds), swe, anyio.create_task_group() as tg:
+        async with running(stack.worlds), swe, running_world_models(stack.world_models), \
+                anyio.create_task_group() as tg:
             tg.start_soon(_health_loop, stack)
             yield
             tg.cancel_scope.cancel()
@@ -100,6 +104,8 @@ def build_app(stack: Stack) -> FastAPI:
     app.router.routes.extend(world_routes(stack.worlds, stack.host))
     if stack.swe is not None:
         app.router.routes.extend(swe_routes(stack.swe, stack.host))
+    for model in stack.world_models:
+        app.router.routes.extend(model.routes(stack.host))
     return app
 
 
@@ -167,6 +173,8 @@ def banner(stack: Stack, token_is_new: bool) -> str:
         lines.append(f"  world {s.runtime.world.name:<10}{stack.base_url}{world_path(s.runtime.world.name)}")
     if stack.swe is not None:
         lines.append(f"  swe             {stack.base_url}{SWE_PATH}")
+    for model in stack.world_models:
+        lines.append(f"  world model {model.name:<4}{stack.base_url}{model.path}")
     token_note = "(new: shown once, saved in " + str(home() / "registry.token") + ")" if token_is_new else \
         "(from MCPWORLD_REGISTRY_TOKEN or " + str(home() / "registry.token") + ")"
     lines += ["", f"  registry token  {stack.token if token_is_new else stack.token[:4] + '…'}  {token_note}", "",

@@ -211,8 +211,13 @@ def registry_serve(port: int, host: str, db: str | None, token: str | None) -> N
 @click.option("--health-interval", default=60.0, show_default=True, help="Seconds between health checks.")
 @click.option("--max-episodes", default=4096, show_default=True, help="Cap on live episodes per world.")
 @click.option("--no-swe", is_flag=True, help="Do not serve the SWE sandbox (its shipped instances).")
+@click.option("--swt-url", envvar="MCPWORLD_SWT_URL", default=None,
+              help="OpenAI-compatible endpoint(s) of an SWT model (comma-separated): serve the SWT world model.")
+@click.option("--swr-url", envvar="MCPWORLD_SWR_URL", default=None,
+              help="Endpoint(s) of an SWR model: serve the SWR world model (virtual test runner).")
 def up_command(port: int, host: str, db: str | None, token: str | None, only: tuple[str, ...],
-               health_interval: float, max_episodes: int, no_swe: bool) -> None:
+               health_interval: float, max_episodes: int, no_swe: bool, swt_url: str | None,
+               swr_url: str | None) -> None:
     """Start everything: the registry, every installed world over HTTP, registered and health-checked.
 
     One port serves it all: /v0 (registry REST), /registry/mcp (registry as an MCP server),
@@ -243,10 +248,12 @@ def up_command(port: int, host: str, db: str | None, token: str | None, only: tu
     secret, is_new = registry_token(token)
     names = list(only) or [r.name for r in discover()]
     from mcpworld.servers.swe.server import build_swe_server
+    from mcpworld.servers.world.servers import WorldModelConfig, world_model_servers
 
     stack = Stack(host=host, port=port, store=RegistryStore(db), token=secret,
                   worlds=build_servers(names, EpisodeLimits(max_episodes=max_episodes), skip_broken=not only),
-                  health_interval_s=health_interval, swe=None if no_swe else build_swe_server())
+                  health_interval_s=health_interval, swe=None if no_swe else build_swe_server(),
+                  world_models=world_model_servers(WorldModelConfig.from_env(swt_url=swt_url, swr_url=swr_url)))
     try:
         acquire(stack)
     except AlreadyRunning as exc:

@@ -18,8 +18,10 @@ repos_option = click.option(
     "--repos", "repos_dir", type=click.Path(file_okay=False), default=None,
     help="Folder of repositories (<owner>__<name> or <name>, a git folder or archive) for instances without "
          "repo_source.")
-backend_option = click.option("--backend", type=click.Choice(["local", "docker"]), default="local",
-                              show_default=True, help="Where commands and tests run.")
+backend_option = click.option("--backend", type=click.Choice(["local", "docker", "simulated"]), default="local",
+                              show_default=True,
+                              help="Where commands and tests run; simulated: SWT predicts what code prints "
+                                   "($MCPWORLD_SWT_URL) and, with $MCPWORLD_SWR_URL, SWR grades.")
 
 
 def _instances(instances_file: str | None, repos_dir: str | None) -> list[Instance]:
@@ -177,7 +179,13 @@ def serve_swe(stdio: bool, port: int | None, host: str, instances_file: str | No
     if stdio == (port is not None):
         raise click.UsageError("choose exactly one of --stdio or --port")
     options = SWEOptions(command_timeout_s=command_timeout, max_episodes=max_episodes, ttl_s=ttl, warm=warm)
-    sw = SWEServer(_instances(instances_file, repos_dir), _backend(backend), options)
+    instances = _instances(instances_file, repos_dir)
+    grader = None
+    if backend == "simulated":
+        from mcpworld.servers.world.servers import WorldModelConfig, swr_grader
+
+        grader = swr_grader(WorldModelConfig.from_env(), instances)
+    sw = SWEServer(instances, _backend(backend), options, grader=grader)
     if stdio:
         serve_stdio(sw)
     else:

@@ -27,7 +27,7 @@ from mcp.shared.exceptions import MCPError
 
 from mcpworld import __version__
 from mcpworld import protocol as p
-from mcpworld.models import TaskInfo, ToolCall
+from mcpworld.models import TaskInfo, ToolCall, Verdict
 from mcpworld.servers.swe.editor import Editor, EditorError
 from mcpworld.servers.swe.grading import grade, repo_dirname
 from mcpworld.servers.swe.instances import Instance
@@ -191,11 +191,14 @@ class SWEServer:
     """Binds instances, a workspace pool and an execution backend to an MCP `Server`."""
 
     def __init__(self, instances: list[Instance], backend: ExecutionBackend | None = None,
-                 options: SWEOptions | None = None, pool: WorkspacePool | None = None):
+                 options: SWEOptions | None = None, pool: WorkspacePool | None = None,
+                 grader: Callable[[Instance, str | None], Verdict] | None = None):
+        """`grader` replaces real grading (e.g. SWR, the virtual test runner, in simulated mode)."""
         if not instances:
             raise ValueError("the SWE server needs at least one instance")
         self.instances = {i.instance_id: i for i in instances}
         self.backend = backend or LocalBackend()
+        self.grader = grader
         self.options = options or SWEOptions()
         self.pool = pool or WorkspacePool(warm=self.options.warm)
         self._episodes: dict[str, SWEEpisode] = {}
@@ -248,6 +251,9 @@ class SWEServer:
                              LspSession(ws.root))
         with self._lock:
             self._episodes[episode.id] = episode
+        bind = getattr(self.backend, "bind", None)  # backends that need the instance (simulated) are told it
+        if bind is not None:
+            bind(ws.root, instance)
         return episode
 
     def _commit(self, instance: Instance) -> str:
@@ -269,6 +275,9 @@ class SWEServer:
             episode = self._episodes.pop(episode_id, None)
         if episode is None:
             return False
+        unbind = getattr(self.backend, "unbind", None)
+        if unbind is not None:
+            unbind(episode.workspace.root)
         with episode.lock:
             episode.lsp.close()
             self.pool.release(episode.workspace)
@@ -408,6 +417,8 @@ class SWEServer:
             with episode.lock:
                 source = "submit" if episode.submission is not None else "workspace"
                 patch = episode.submission if episode.submission is not None else episode.workspace.diff()
+            if self.grader is not None:
+                return self.grader(episode.instance, patch)
             result = grade(episode.instance, patch, self.pool, self.backend, self.options.grade_timeout_s)
             result.extra.update(patch_source=source, patch=patch[-20000:])
             return result.verdict()

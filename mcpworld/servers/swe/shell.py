@@ -256,12 +256,16 @@ class DockerBackend:
 
 
 def make_backend(name: str, **options: object) -> ExecutionBackend:
-    """A backend by name: local, docker. Raises BackendUnavailable with the reason when it cannot run here."""
+    """A backend by name: local, docker, simulated. Raises BackendUnavailable saying why when it cannot run here."""
     if name == "local":
         return LocalBackend(isolate=options.get("isolate"))  # type: ignore[arg-type]
     if name == "docker":
         return DockerBackend(**options)  # type: ignore[arg-type]
-    raise BackendUnavailable(f"unknown backend {name!r}; choose local or docker")
+    if name == "simulated":  # SWT predicts what code prints; needs MCPWORLD_SWT_URL (see docs/world-models.md)
+        from mcpworld.servers.world.backend import simulated_backend
+
+        return simulated_backend(**options)  # type: ignore[arg-type]
+    raise BackendUnavailable(f"unknown backend {name!r}; choose local, docker or simulated")
 
 
 # -- the bash tool's policy ------------------------------------------------------------------------------------
