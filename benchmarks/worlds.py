@@ -21,7 +21,7 @@ from mcpworld.testing import free_port, mcpworld_cmd, wait_http
 
 ECHO_SCRIPT = """
 from mcp.server.mcpserver import MCPServer
-server = MCPServer("echo")
+server = MCPServer("echo", log_level="WARNING")
 @server.tool()
 def echo(text: str) -> str:
     return text
@@ -36,7 +36,7 @@ if __name__ == "__main__":
 
 
 def echo_server() -> MCPServer:
-    server = MCPServer("echo")
+    server = MCPServer("echo", log_level="WARNING")
 
     @server.tool()
     def echo(text: str) -> str:

@@ -21,7 +21,8 @@ def _summary(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def registry_mcp_server(store: RegistryStore) -> MCPServer:
-    server = MCPServer("io.mcpworld/registry", title="mcpworld registry",
+    # log_level: the SDK would otherwise install an INFO handler on the root logger of whatever process hosts us
+    server = MCPServer("io.mcpworld/registry", title="mcpworld registry", log_level="WARNING",
                        instructions="Find MCP servers (worlds, SWE sandboxes, world models) to work in. Search, "
                                     "then connect to a server's URL.")
 
