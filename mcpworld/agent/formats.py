@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,7 +54,9 @@ def _parse_call(text: str) -> tuple[str, dict[str, Any]]:
     return data["name"], arguments
 
 
-class Format:
+class Format(ABC):
+    """How tools are shown to a model and how its replies are read; subclasses define `parse`."""
+
     name = "base"
 
     def system_prompt(self, tools: list[types.Tool]) -> str:
@@ -62,8 +65,9 @@ class Format:
     def tools_param(self, tools: list[types.Tool]) -> list[dict[str, Any]] | None:
         return None
 
+    @abstractmethod
     def parse(self, message: dict[str, Any], history: list[dict[str, Any]]) -> Action:
-        raise NotImplementedError
+        """The policy's reply as tool calls, a final answer, or a malformed reply."""
 
     def result_messages(self, action: Action, results: list[tuple[str, bool]]) -> list[dict[str, Any]]:
         """Messages that give the model its tool results ((text, is_error) per call)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,7 +61,7 @@ def _text(text: str, *, error: bool = False, structured: dict[str, Any] | None =
                                 is_error=error)
 
 
-class _OneTool:
+class _OneTool(ABC):
     """A lowlevel MCP server with one validated tool; subclasses implement `call`."""
 
     tool: types.Tool
@@ -94,8 +95,9 @@ class _OneTool:
             return _text(f"unknown instance {arguments['instance_id']!r}; known: {known}", error=True)
         return await self.call(instance, arguments)
 
+    @abstractmethod
     async def call(self, instance: Instance, arguments: dict[str, Any]) -> types.CallToolResult:
-        raise NotImplementedError
+        """Run the tool for `instance` with already validated arguments."""
 
     def close(self) -> None:  # pragma: no cover - overridden
         pass
