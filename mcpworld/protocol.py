@@ -41,12 +41,14 @@ class EpisodeParams(types.RequestParams):
 
 class VerifyParams(EpisodeParams):
     answer: str | None = None
+    close: bool = False  # close the episode once judged: saves RL rollouts a round trip
 
 
 class VerifyResult(types.Result):
     episode: str
     task: str | None = None
     verdict: Verdict
+    closed: bool = False
 
 
 class CloseResult(types.Result):
@@ -115,8 +117,10 @@ class EpisodeControl:
     async def start(self, task: str | None = None, seed: int = 0) -> StartResult:
         return await self._send(StartRequest(params=StartParams(task=task, seed=seed)), StartResult)
 
-    async def verify(self, episode: str, answer: str | None = None) -> VerifyResult:
-        return await self._send(VerifyRequest(params=VerifyParams(episode=episode, answer=answer)), VerifyResult)
+    async def verify(self, episode: str, answer: str | None = None, close: bool = False) -> VerifyResult:
+        """Judge the episode; with `close`, end it in the same request."""
+        return await self._send(VerifyRequest(params=VerifyParams(episode=episode, answer=answer, close=close)),
+                                VerifyResult)
 
     async def close(self, episode: str) -> CloseResult:
         return await self._send(CloseRequest(params=EpisodeParams(episode=episode)), CloseResult)

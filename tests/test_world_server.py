@@ -203,3 +203,16 @@ async def test_same_task_and_seed_give_the_same_episode() -> None:
                 "passengers": 1, "payment_id": "PM-ALAN-CARD"})
             made.append(r.structured_content["id"])
         assert made[0] == made[1]
+
+
+async def test_verify_can_close_the_episode_in_the_same_request() -> None:
+    server = airline_server()
+    async with Client(server.server) as client:
+        ctl = EpisodeControl(client)
+        episode = (await ctl.start("flight-status")).episode
+        kept = await ctl.verify(episode, "It is delayed.")
+        assert kept.verdict.passed and not kept.closed and len(server.episodes) == 1
+        done = await ctl.verify(episode, "It is delayed.", close=True)
+        assert done.verdict.passed and done.closed and len(server.episodes) == 0
+        r = await ctl.call(episode, "get_flight", {"flight_id": "MW307-0602"})
+        assert r.is_error and "unknown episode" in r.content[0].text

@@ -55,6 +55,7 @@ async def run_episode(ctl: EpisodeControl, server: str, task: TaskInfo, policy: 
                       model=policy.model, format=policy.format.name)
     began = time.perf_counter()
     answer: str | None = None
+    closed = False
     try:
         with anyio.fail_after(config.episode_timeout_s):
             traj.episode = (await ctl.start(task.id, seed)).episode
@@ -68,7 +69,8 @@ async def run_episode(ctl: EpisodeControl, server: str, task: TaskInfo, policy: 
                     break
             else:
                 traj.termination = "max_turns"
-            traj.verdict = (await ctl.verify(traj.episode, answer)).verdict
+            verified = await ctl.verify(traj.episode, answer, close=True)
+            traj.verdict, closed = verified.verdict, verified.closed
             traj.reward = 1.0 if traj.verdict.passed else 0.0
     except EpisodeEnd as end:
         traj.termination, traj.error = end.termination, end.error  # type: ignore[assignment]
@@ -83,7 +85,7 @@ async def run_episode(ctl: EpisodeControl, server: str, task: TaskInfo, policy: 
         traj.reward = -1.0 if config.penalize else 0.0
     finally:
         traj.duration_s = round(time.perf_counter() - began, 4)
-        if traj.episode is not None:
+        if traj.episode is not None and not closed:
             with anyio.move_on_after(5, shield=True):
                 try:
                     await ctl.close(traj.episode)

@@ -89,7 +89,10 @@ class MCPWorldAgent(AgentInstanceBase):
             if action.error is not None or any(c.name not in self.tools for c in action.calls):
                 return self._result(-1.0, "", True, format_error=True)
             if not action.calls or self.turns > self.max_turns:
-                verdict = (await self.ctl.verify(self.episode, action.final)).verdict
+                result = await self.ctl.verify(self.episode, action.final, close=True)
+                verdict = result.verdict
+                if result.closed:
+                    self.episode = None  # nothing left to close
                 return self._result(1.0 if verdict.passed else 0.0, "", True, passed=verdict.passed)
             results = []
             for call in action.calls:

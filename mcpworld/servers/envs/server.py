@@ -223,7 +223,9 @@ class WorldServer:
             verdict = self.runtime.verify(episode, params.answer)
         except UnknownTask as exc:
             raise _bad_params(f"cannot verify: {exc}") from None
-        return p.VerifyResult(episode=episode.id, task=episode.task.id if episode.task else None, verdict=verdict)
+        closed = self.episodes.close(episode.id) if params.close else False
+        return p.VerifyResult(episode=episode.id, task=episode.task.id if episode.task else None, verdict=verdict,
+                              closed=closed)
 
     async def _close(self, ctx: Any, params: p.EpisodeParams) -> p.CloseResult:
         return p.CloseResult(episode=params.episode, closed=self.episodes.close(params.episode))

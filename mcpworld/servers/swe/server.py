@@ -427,7 +427,8 @@ class SWEServer:
             verdict = await anyio.to_thread.run_sync(run)
         except WorkspaceError as exc:
             raise MCPError(code=types.INTERNAL_ERROR, message=f"grading failed: {exc}") from None
-        return p.VerifyResult(episode=episode.id, task=episode.instance.instance_id, verdict=verdict)
+        closed = await anyio.to_thread.run_sync(self.close_episode, episode.id) if params.close else False
+        return p.VerifyResult(episode=episode.id, task=episode.instance.instance_id, verdict=verdict, closed=closed)
 
     async def _close(self, ctx: Any, params: p.EpisodeParams) -> p.CloseResult:
         closed = await anyio.to_thread.run_sync(self.close_episode, params.episode)
