@@ -7,19 +7,18 @@ script by a substring of its first user message, and gets that script's replies 
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
+
+from mcpworld.serving import serve_in_thread
 
 Reply = dict[str, Any]  # an assistant message, or {"status": 500} / {"sleep": 5} / {"raw": "text body"}
 
@@ -84,16 +83,7 @@ class ReplayLLM:
 @contextmanager
 def serve(llm: ReplayLLM, port: int) -> Iterator[str]:
     """Run the replay server on 127.0.0.1:port in a background thread; yields its /v1 base URL."""
-    server = uvicorn.Server(uvicorn.Config(llm.app(), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serve_in_thread(llm.app(), port) as base:
+        yield f"{base}/v1"
 
 

@@ -4,14 +4,11 @@
 from __future__ import annotations
 
 import contextlib
-import threading
-import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from mcp import Client
 from starlette.applications import Starlette
 
@@ -30,6 +27,7 @@ from mcpworld.servers.world.servers import (
 from mcpworld.servers.world.swr import SWR, SWRScorer
 from mcpworld.servers.world.swt import SWT
 from mcpworld.servers.world.testing import SequencedReplay, swr_reply, swt_reply
+from mcpworld.serving import serve_in_thread
 from mcpworld.testing import free_port
 
 pytestmark = pytest.mark.anyio
@@ -120,21 +118,6 @@ def test_world_model_servers_follow_the_environment(monkeypatch: pytest.MonkeyPa
         m.closer()
 
 
-@contextlib.contextmanager
-def _http(app: Starlette, port: int) -> Iterator[str]:
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-
-
 async def test_mounted_over_streamable_http(instances_file: Path) -> None:
     llm = SequencedReplay({IID: [swr_reply(1)]})
     with serve(llm, free_port()) as url:
@@ -146,7 +129,7 @@ async def test_mounted_over_streamable_http(instances_file: Path) -> None:
             async with running_world_models(mounted):
                 yield
 
-        with _http(Starlette(routes=routes, lifespan=lifespan), free_port()) as base:
+        with serve_in_thread(Starlette(routes=routes, lifespan=lifespan), free_port()) as base:
             gold = next(i for i in load_instances(instances_file) if i.instance_id == IID).patch
             async with Client(f"{base}/world-models/swr/mcp") as client:
                 result = await client.call_tool("score", {"instance_id": IID, "patch": gold})

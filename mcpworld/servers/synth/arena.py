@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -117,21 +115,11 @@ def diagnose(world: str, trajs: list[Trajectory], tasks: dict[str, TaskInfo]) ->
 @contextmanager
 def serve_worlds(worlds: list[World]) -> Iterator[str]:
     """The worlds over Streamable HTTP on a free local port (a real MCP server, in a thread)."""
-    import uvicorn
+    from mcpworld.serving import serve_in_thread
 
     servers = [WorldServer(WorldRuntime(w)) for w in worlds]
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(worlds_app(servers), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serve_in_thread(worlds_app(servers), free_port()) as base:
+        yield base
 
 
 @dataclass

@@ -20,6 +20,7 @@ from mcpworld.servers.swe.workspace import WorkspaceError, WorkspacePool
 from mcpworld.servers.world.candidates import CANDIDATES, candidate_patches
 from mcpworld.servers.world.context import (
     Budget,
+    SWTContext,
     build_swr_context,
     build_swt_context,
     clip,
@@ -57,9 +58,12 @@ def swr_target(g: Grade) -> str:
     return f"{grade_reasoning(g)}\n\n```json\n{json.dumps(report, ensure_ascii=False)}\n```"
 
 
-def swt_pairs(instance: Instance, name: str, patch: str, commands: list[str], pool: WorkspacePool,
-              backend: ExecutionBackend, timeout: float, include_gold: bool, budget: Budget) -> list[dict[str, Any]]:
-    """Run each command for real in a checkout with `patch` applied; one pair per command."""
+def real_runs(instance: Instance, patch: str, commands: list[str], pool: WorkspacePool, backend: ExecutionBackend,
+              timeout: float, include_gold: bool, budget: Budget) -> list[tuple[SWTContext, ExecResult, str]]:
+    """Run each command for real in a checkout with `patch` applied: (SWT's context, real result, command).
+
+    Blocking (git and subprocesses): the one place both distillation and the fidelity eval get real output.
+    """
     out = []
     with patched_checkout(instance, patch, pool) as ws:
         base = base_commit(ws.root, instance)
@@ -68,12 +72,19 @@ def swt_pairs(instance: Instance, name: str, patch: str, commands: list[str], po
             ctx = build_swt_context(instance, command, ws.root, base, include_gold=include_gold, budget=budget,
                                     analysis=analysis)
             analysis = ctx.analysis
-            result = backend.run(command, ws.root, timeout, env=scrubbed_env(ws.home), writable=ws.parent)
-            messages = swt_messages(ctx) + [{"role": "assistant", "content": swt_target(result)}]
-            out.append({"messages": messages, "meta": {
-                "kind": "swt", "instance_id": instance.instance_id, "candidate": name, "command": command,
-                "exit_code": result.exit_code, "timed_out": result.timed_out}})
+            out.append((ctx, backend.run(command, ws.root, timeout, env=scrubbed_env(ws.home), writable=ws.parent),
+                        command))
     return out
+
+
+def swt_pairs(instance: Instance, name: str, patch: str, commands: list[str], pool: WorkspacePool,
+              backend: ExecutionBackend, timeout: float, include_gold: bool, budget: Budget) -> list[dict[str, Any]]:
+    """One chat pair per command: SWT's context -> what the command really printed."""
+    return [{"messages": swt_messages(ctx) + [{"role": "assistant", "content": swt_target(result)}],
+             "meta": {"kind": "swt", "instance_id": instance.instance_id, "candidate": name, "command": command,
+                      "exit_code": result.exit_code, "timed_out": result.timed_out}}
+            for ctx, result, command in real_runs(instance, patch, commands, pool, backend, timeout, include_gold,
+                                                  budget)]
 
 
 def swr_pair(instance: Instance, name: str, patch: str, tests: list[tuple[str, str]], pool: WorkspacePool,

@@ -17,11 +17,11 @@ import anyio
 
 from mcpworld.servers.swe.grading import grade
 from mcpworld.servers.swe.instances import Instance
-from mcpworld.servers.swe.shell import ExecResult, ExecutionBackend, LocalBackend, scrubbed_env
+from mcpworld.servers.swe.shell import ExecResult, ExecutionBackend, LocalBackend
 from mcpworld.servers.swe.workspace import WorkspaceError, WorkspacePool
 from mcpworld.servers.world.candidates import CANDIDATES, candidate_patches
-from mcpworld.servers.world.context import Budget, build_swt_context
-from mcpworld.servers.world.repo import base_commit, patched_checkout
+from mcpworld.servers.world.context import Budget
+from mcpworld.servers.world.distill import real_runs
 from mcpworld.servers.world.swr import SWRScorer
 from mcpworld.servers.world.swt import SWT, SimulatorError
 
@@ -104,23 +104,6 @@ def _output(result: ExecResult) -> str:
     return result.stdout + result.stderr
 
 
-def _run_swt_case(instance: Instance, name: str, patch: str, commands: list[str], pool: WorkspacePool,
-                  backend: ExecutionBackend, timeout: float, include_gold: bool, budget: Budget,
-                  ) -> list[tuple[Any, ExecResult, str]]:
-    """Blocking part: (context, real result, command) per command in a checkout with the patch."""
-    out = []
-    with patched_checkout(instance, patch, pool) as ws:
-        base = base_commit(ws.root, instance)
-        analysis: str | None = None  # the same for every command in this checkout
-        for command in commands:
-            ctx = build_swt_context(instance, command, ws.root, base, include_gold=include_gold, budget=budget,
-                                    analysis=analysis)
-            analysis = ctx.analysis
-            out.append((ctx, backend.run(command, ws.root, timeout, env=scrubbed_env(ws.home), writable=ws.parent),
-                        command))
-    return out
-
-
 async def evaluate(instances: Iterable[Instance], *, swt: SWT | None = None, scorer: SWRScorer | None = None,
                    commands: Iterable[str] = (), test_command: bool = True,
                    candidates: Iterable[str] = CANDIDATES, timeout: float = 300.0, include_gold: bool = False,
@@ -143,8 +126,8 @@ async def evaluate(instances: Iterable[Instance], *, swt: SWT | None = None, sco
             for name, patch in patches.items():
                 try:
                     if swt is not None and cmds:
-                        runs = await anyio.to_thread.run_sync(_run_swt_case, instance, name, patch, cmds, pool,
-                                                              backend, timeout, include_gold, budget)
+                        runs = await anyio.to_thread.run_sync(real_runs, instance, patch, cmds, pool, backend,
+                                                              timeout, include_gold, budget)
                         for ctx, real, command in runs:
                             case = SWTCase(instance.instance_id, name, command, real.exit_code, _output(real))
                             try:
