@@ -7,7 +7,7 @@ episode identity travels in `_meta` under `EPISODE_META_KEY`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import mcp_types as types
 
@@ -90,6 +90,29 @@ VerifyRequest = _request(METHOD_VERIFY, VerifyParams)
 CloseRequest = _request(METHOD_CLOSE, EpisodeParams)
 TasksRequest = _request(METHOD_TASKS, TasksParams)
 StateRequest = _request(METHOD_STATE, StateParams)
+
+
+class ControlPlane(Protocol):
+    """What a server implements to offer episodes: one handler per extension method."""
+
+    async def _start(self, ctx: Any, params: StartParams) -> StartResult: ...
+    async def _verify(self, ctx: Any, params: VerifyParams) -> VerifyResult: ...
+    async def _close(self, ctx: Any, params: EpisodeParams) -> CloseResult: ...
+    async def _tasks(self, ctx: Any, params: TasksParams) -> TasksResult: ...
+    async def _state(self, ctx: Any, params: StateParams) -> StateResult: ...
+
+
+def add_control_plane(server: Any, plane: ControlPlane, settings: dict[str, Any]) -> None:
+    """Register the extension's methods on a low-level MCP `Server` and advertise it with `settings`."""
+    for method, params_type, handler in [
+        (METHOD_START, StartParams, plane._start),
+        (METHOD_VERIFY, VerifyParams, plane._verify),
+        (METHOD_CLOSE, EpisodeParams, plane._close),
+        (METHOD_TASKS, TasksParams, plane._tasks),
+        (METHOD_STATE, StateParams, plane._state),
+    ]:
+        server.add_request_handler(method, params_type, handler)
+    server.extensions[EXTENSION_ID] = settings
 
 
 def episode_meta(episode: str) -> dict[str, Any]:

@@ -86,15 +86,7 @@ class WorldServer:
             on_list_resources=self._list_resources,
             on_read_resource=self._read_resource,
         )
-        for method, params_type, handler in [
-            (p.METHOD_START, p.StartParams, self._start),
-            (p.METHOD_VERIFY, p.VerifyParams, self._verify),
-            (p.METHOD_CLOSE, p.EpisodeParams, self._close),
-            (p.METHOD_TASKS, p.TasksParams, self._tasks),
-            (p.METHOD_STATE, p.StateParams, self._state),
-        ]:
-            self.server.add_request_handler(method, params_type, handler)
-        self.server.extensions[p.EXTENSION_ID] = {"world": world.name, "tasks": len(runtime.tasks)}
+        p.add_control_plane(self.server, self, {"world": world.name, "tasks": len(runtime.tasks)})
         self._tools = [spec.mcp_tool() for spec in runtime.tools.values()]
         if interactive:
             self._tools += _INTERACTIVE_TOOLS

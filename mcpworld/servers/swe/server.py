@@ -215,15 +215,7 @@ class SWEServer:
             on_list_tools=self._list_tools, on_call_tool=self._call_tool,
             on_list_prompts=self._list_prompts, on_get_prompt=self._get_prompt,
         )
-        for method, params_type, handler in [
-            (p.METHOD_START, p.StartParams, self._start),
-            (p.METHOD_VERIFY, p.VerifyParams, self._verify),
-            (p.METHOD_CLOSE, p.EpisodeParams, self._close),
-            (p.METHOD_TASKS, p.TasksParams, self._tasks),
-            (p.METHOD_STATE, p.StateParams, self._state),
-        ]:
-            self.server.add_request_handler(method, params_type, handler)
-        self.server.extensions[p.EXTENSION_ID] = {"world": "swe", "tasks": len(self.instances)}
+        p.add_control_plane(self.server, self, {"world": "swe", "tasks": len(self.instances)})
 
     def __len__(self) -> int:
         return len(self._episodes)
