@@ -132,7 +132,7 @@ def test_clip_respects_the_token_cap() -> None:
 def test_vllm_command_lines_use_the_served_names() -> None:
     specs = serve_specs("/ckpt/swt", "org/swr-32b", swt_port=9001, swr_port=9002, tensor_parallel=2)
     lines = [s.shell_line() for s in specs]
-    assert lines[0].startswith("vllm serve /ckpt/swt --served-model-name swt --host 0.0.0.0 --port 9001")
+    assert lines[0].startswith("vllm serve /ckpt/swt --served-model-name swt --host 127.0.0.1 --port 9001")
     assert "--served-model-name swr" in lines[1] and "--tensor-parallel-size 2" in lines[1]
     assert all("--gpu-memory-utilization 0.45" in line for line in lines)  # sharing the GPUs
     apart = serve_specs("a", "b", swt_gpus="0", swr_gpus="1")

@@ -146,7 +146,8 @@ def eval_command(instances_file: str | None, shipped: bool, repos_dir: str | Non
 @click.option("--swr", "swr_ckpt", default=None, help="SWR checkpoint (folder or Hugging Face id).")
 @click.option("--swt-port", default=8001, show_default=True)
 @click.option("--swr-port", default=8002, show_default=True)
-@click.option("--host", default="0.0.0.0", show_default=True, help="Address vLLM binds.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address vLLM binds (0.0.0.0 to serve other hosts of a cluster).")
 @click.option("--tensor-parallel-size", "tp", default=1, show_default=True)
 @click.option("--gpu-memory-utilization", type=float, default=None,
               help="Per server (default 0.9, or 0.45 each when both share the GPUs).")

@@ -23,7 +23,7 @@ class ServeSpec:
     checkpoint: str
     name: str
     port: int
-    host: str = "0.0.0.0"
+    host: str = "127.0.0.1"
     tensor_parallel: int = 1
     gpu_memory_utilization: float = 0.9
     max_model_len: int = 32768
@@ -48,7 +48,7 @@ class ServeSpec:
 
 
 def serve_specs(swt: str | None, swr: str | None, *, swt_port: int = 8001, swr_port: int = 8002,
-                host: str = "0.0.0.0", tensor_parallel: int = 1, gpu_memory_utilization: float | None = None,
+                host: str = "127.0.0.1", tensor_parallel: int = 1, gpu_memory_utilization: float | None = None,
                 max_model_len: int = 32768, swt_gpus: str | None = None, swr_gpus: str | None = None,
                 extra: tuple[str, ...] = ()) -> list[ServeSpec]:
     """Specs for the checkpoints given; two models sharing GPUs get half the memory each unless told otherwise."""
