@@ -7,6 +7,7 @@ episode identity travels in `_meta` under `EPISODE_META_KEY`.
 
 from __future__ import annotations
 
+import secrets
 from typing import Any, Protocol
 
 import mcp_types as types
@@ -32,6 +33,7 @@ class StartResult(types.Result):
     episode: str
     task: str | None = None
     instruction: str = ""
+    policy: str = ""  # the world's rules the agent must follow, even where a tool would allow an action
     expires_in_s: float
 
 
@@ -58,11 +60,13 @@ class CloseResult(types.Result):
 
 class TasksParams(types.RequestParams):
     split: str | None = None
+    token: str | None = None  # the registry token: with it, tasks come with their reference solutions
 
 
 class TasksResult(types.Result):
     world: str
     tasks: list[TaskInfo]
+    policy: str = ""  # the rules every task of this world is played under
 
 
 class StateParams(EpisodeParams):
@@ -115,6 +119,22 @@ def add_control_plane(server: Any, plane: ControlPlane, settings: dict[str, Any]
     server.extensions[EXTENSION_ID] = settings
 
 
+class Reveal:
+    """Who may see reference solutions: only a caller presenting the server's secret (never a policy)."""
+
+    def __init__(self, token: str | None = None):
+        self._token = token
+
+    def allows(self, given: str | None) -> bool:
+        if not given:
+            return False
+        if self._token is None:
+            from mcpworld.paths import registry_token
+
+            self._token = registry_token(None)[0]
+        return secrets.compare_digest(given.encode(), self._token.encode())
+
+
 def episode_meta(episode: str) -> dict[str, Any]:
     """The `_meta` a client attaches to tools/call so the server routes it to `episode`."""
     return {EPISODE_META_KEY: episode}
@@ -148,8 +168,9 @@ class EpisodeControl:
     async def close(self, episode: str) -> CloseResult:
         return await self._send(CloseRequest(params=EpisodeParams(episode=episode)), CloseResult)
 
-    async def tasks(self, split: str | None = None) -> TasksResult:
-        return await self._send(TasksRequest(params=TasksParams(split=split)), TasksResult)
+    async def tasks(self, split: str | None = None, token: str | None = None) -> TasksResult:
+        """The server's tasks; with the registry `token`, each also carries its reference (solution, answer)."""
+        return await self._send(TasksRequest(params=TasksParams(split=split, token=token)), TasksResult)
 
     async def state(self, episode: str, table: str | None = None, limit: int = 100) -> StateResult:
         return await self._send(StateRequest(params=StateParams(episode=episode, table=table, limit=limit)),

@@ -9,7 +9,6 @@ import contextlib
 import json
 import logging
 import os
-import secrets
 import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from typing import Any
 import anyio
 from fastapi import FastAPI
 
-from mcpworld.paths import home
+from mcpworld.paths import home, registry_token
 from mcpworld.registry.api import create_app
 from mcpworld.registry.export import export
 from mcpworld.registry.health import check_all
@@ -54,20 +53,6 @@ class Stack:
     @property
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}"
-
-
-def registry_token(given: str | None) -> tuple[str, bool]:
-    """The write token: given, from MCPWORLD_REGISTRY_TOKEN, saved from an earlier run, or new (saved 0600)."""
-    token = given or os.environ.get("MCPWORLD_REGISTRY_TOKEN")
-    if token:
-        return token, False
-    path = home() / "registry.token"
-    if path.is_file():
-        return path.read_text().strip(), False
-    token = secrets.token_urlsafe(24)
-    path.write_text(token)
-    path.chmod(0o600)
-    return token, True
 
 
 def world_records(stack: Stack) -> list[dict[str, Any]]:

@@ -11,6 +11,10 @@ import pytest
 
 from mcpworld.testing import free_port, mcpworld_cmd, wait_http
 
+# One registry token for the test process and every server it starts (each has its own MCPWORLD_HOME):
+# the oracle policy presents it to fetch reference solutions, which servers give no one else.
+os.environ.setdefault("MCPWORLD_REGISTRY_TOKEN", "test-registry-token")
+
 
 @pytest.fixture
 def anyio_backend() -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -42,7 +43,7 @@ async def test_a_step_changes_the_weights(tmp_path: Path) -> None:
 
     async with open_world(Path(TOY), None) as (client, name):
         ctl = EpisodeControl(client)
-        tasks = (await ctl.tasks()).tasks
+        tasks = (await ctl.tasks(token=os.environ["MCPWORLD_REGISTRY_TOKEN"])).tasks
         tokenizer = tiny_tokenizer([t.instruction for t in tasks], ["<tool_call>x</tool_call>"])
         lm = tiny_model(len(tokenizer), seed=1)
         before = [p.detach().clone() for p in lm.parameters()]

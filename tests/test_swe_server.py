@@ -40,7 +40,7 @@ async def test_reference_solution_resolves_and_workspace_goes_away(sw: SWEServer
     async with Client(sw.server) as client:
         assert {t.name for t in (await client.list_tools()).tools} == DOMAIN_TOOLS
         ctl = EpisodeControl(client)
-        tasks = {t.id: t for t in (await ctl.tasks()).tasks}
+        tasks = {t.id: t for t in (await ctl.tasks(token=os.environ["MCPWORLD_REGISTRY_TOKEN"])).tasks}
         assert len(tasks) >= 5 and all(t.answer is None and t.solution for t in tasks.values())
         task = tasks["mcpworld__textkit-3"]
         started = await ctl.start(task.id, seed=1)
@@ -188,7 +188,7 @@ async def test_stdio_process_runs_an_episode(instances_file: Path, mode: str) ->
     async with Client(params, mode=mode) as client:
         assert {t.name for t in (await client.list_tools()).tools} == DOMAIN_TOOLS
         ctl = EpisodeControl(client)
-        task = next(t for t in (await ctl.tasks()).tasks if t.id == "mcpworld__minicalc-3")
+        task = next(t for t in (await ctl.tasks(token=os.environ["MCPWORLD_REGISTRY_TOKEN"])).tasks if t.id == "mcpworld__minicalc-3")
         started = await ctl.start(task.id)
         root = _root(started.instruction)
         for step in task.solution:
@@ -211,7 +211,7 @@ async def test_agent_oracle_policy_solves_an_instance(sw: SWEServer) -> None:
 
     async with Client(sw.server) as client:
         ctl = EpisodeControl(client)
-        task = next(t for t in (await ctl.tasks()).tasks if t.id == "mcpworld__textkit-2")
+        task = next(t for t in (await ctl.tasks(token=os.environ["MCPWORLD_REGISTRY_TOKEN"])).tasks if t.id == "mcpworld__textkit-2")
         traj = await run_episode(ctl, "swe", task, OraclePolicy())
         assert traj.reward == 1.0 and traj.verdict is not None and traj.verdict.passed, traj.error
     assert len(sw) == 0  # the loop closed its episode, and the workspace with it

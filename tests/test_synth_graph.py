@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 
@@ -96,7 +97,7 @@ def test_oracle_solves_graph_tasks_over_mcp_and_a_wrong_answer_fails(generated: 
         out = []
         async with Client(server.server) as client:
             ctl = EpisodeControl(client)
-            listed = {t.id: t for t in (await ctl.tasks()).tasks}
+            listed = {t.id: t for t in (await ctl.tasks(token=os.environ["MCPWORLD_REGISTRY_TOKEN"])).tasks}
             for task in tasks:
                 info = listed[task.id]
                 started = await ctl.start(task.id)

@@ -56,7 +56,7 @@ async def test_registry_mcp_server_finds_worlds(up: dict) -> None:
 async def test_connect_by_name_completes_a_task(up: dict) -> None:
     async with connect("airline", registry=up["base"]) as client:
         ctl = EpisodeControl(client)
-        task = next(t for t in (await ctl.tasks()).tasks if t.id == "book-cheapest-economy")
+        task = next(t for t in (await ctl.tasks(token=os.environ["MCPWORLD_REGISTRY_TOKEN"])).tasks if t.id == "book-cheapest-economy")
         episode = (await ctl.start(task.id)).episode
         for step in task.solution:
             assert not (await ctl.call(episode, step.name, step.arguments)).is_error
@@ -67,7 +67,7 @@ async def test_connect_by_name_completes_a_task(up: dict) -> None:
 async def test_swe_sandbox_is_served_and_solvable(up: dict) -> None:
     async with connect("swe", registry=up["base"]) as client:
         ctl = EpisodeControl(client)
-        task = (await ctl.tasks()).tasks[0]
+        task = (await ctl.tasks(token=os.environ["MCPWORLD_REGISTRY_TOKEN"])).tasks[0]
         episode = (await ctl.start(task.id)).episode
         for step in task.solution:
             assert not (await ctl.call(episode, step.name, step.arguments)).is_error

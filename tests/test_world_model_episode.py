@@ -3,6 +3,7 @@ from SWR, both served by the replay server. The SWE server takes the simulated b
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +72,7 @@ async def test_simulated_episode_with_swt_output_and_swr_reward(instances_file: 
         try:
             async with Client(sw.server) as client:
                 ctl = EpisodeControl(client)
-                task = {t.id: t for t in (await ctl.tasks()).tasks}[IID]
+                task = {t.id: t for t in (await ctl.tasks(token=os.environ["MCPWORLD_REGISTRY_TOKEN"])).tasks}[IID]
                 edits = [c for c in task.solution if c.name != "submit"]
                 assert edits and task.solution[-1].name == "submit"
                 calls = [*edits,

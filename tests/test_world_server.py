@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import anyio
@@ -24,7 +25,7 @@ def airline_server(**limits: float) -> WorldServer:
 
 async def play_reference(client: Client, task_id: str) -> bool:
     ctl = EpisodeControl(client)
-    tasks = {t.id: t for t in (await ctl.tasks()).tasks}
+    tasks = {t.id: t for t in (await ctl.tasks(token=os.environ["MCPWORLD_REGISTRY_TOKEN"])).tasks}
     task = tasks[task_id]
     started = await ctl.start(task_id, seed=1)
     assert started.instruction == task.instruction
@@ -46,7 +47,8 @@ async def check_domain_only_tools(client: Client) -> None:
 @pytest.mark.parametrize("mode", MODES)
 async def test_stdio_process_runs_a_task(mode: str) -> None:
     params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "mcpworld", "serve", "world", "airline", "--stdio"])
+                                   args=["-m", "mcpworld", "serve", "world", "airline", "--stdio"],
+                                   env=dict(os.environ))  # the SDK passes a minimal environment otherwise
     async with Client(params, mode=mode) as client:
         await check_domain_only_tools(client)
         assert await play_reference(client, "change-to-evening-flight")
@@ -216,3 +218,16 @@ async def test_verify_can_close_the_episode_in_the_same_request() -> None:
         assert done.verdict.passed and done.closed and len(server.episodes) == 0
         r = await ctl.call(episode, "get_flight", {"flight_id": "MW307-0602"})
         assert r.is_error and "unknown episode" in r.content[0].text
+
+
+async def test_references_stay_on_the_server() -> None:
+    """Task lists carry no solution, answer or rubric unless the caller presents the registry token."""
+    async with Client(airline_server().server) as client:
+        ctl = EpisodeControl(client)
+        public = (await ctl.tasks()).tasks
+        wrong = (await ctl.tasks(token="not-the-token")).tasks
+        revealed = {t.id: t for t in (await ctl.tasks(token=os.environ["MCPWORLD_REGISTRY_TOKEN"])).tasks}
+    for listing in (public, wrong):
+        assert listing and all(not t.solution and t.answer is None and not t.rubric for t in listing)
+        assert {t.id: t.instruction for t in listing} == {i: t.instruction for i, t in revealed.items()}
+    assert revealed["flight-status"].solution and revealed["flight-status"].answer

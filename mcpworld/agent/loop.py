@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 
-from mcpworld.agent.formats import Action
+from mcpworld.agent.formats import Action, Format
 from mcpworld.agent.policies import Policy
 from mcpworld.agent.trajectory import CallRecord, Step, Trajectory
 from mcpworld.llm import LLMError
@@ -18,6 +18,12 @@ from mcpworld.protocol import EpisodeControl
 
 SYSTEM = "You are a helpful agent operating an application through its tools. Act on the user's request; " \
          "refuse and explain when a rule forbids it. Finish with a short final answer to the user."
+
+
+def system_prompt(format: Format, tools: list[types.Tool], rules: str = "") -> str:
+    """The agent's system message: how to act, the world's policy (its rules), and the format's tool prompt."""
+    policy = f"Policy (follow it even where a tool would allow an action):\n{rules}" if rules else ""
+    return "\n\n".join(p for p in (SYSTEM, policy, format.system_prompt(tools)) if p)
 
 
 @dataclass
@@ -58,10 +64,14 @@ async def run_episode(ctl: EpisodeControl, server: str, task: TaskInfo, policy: 
     closed = False
     try:
         with anyio.fail_after(config.episode_timeout_s):
-            traj.episode = (await ctl.start(task.id, seed)).episode
+            started = await ctl.start(task.id, seed)
+            traj.episode = started.episode
+            begin = getattr(policy, "begin", None)  # a privileged policy (the oracle) fetches what it may know
+            if begin is not None:
+                await begin(ctl, server, task)
             tools = await ctl.tools()
             names = {t.name for t in tools}
-            system = "\n\n".join(p for p in (SYSTEM, policy.format.system_prompt(tools)) if p)
+            system = system_prompt(policy.format, tools, started.policy)
             traj.messages = [{"role": "system", "content": system}, {"role": "user", "content": task.instruction}]
             for turn in range(config.max_turns):
                 answer = await _turn(ctl, traj, task, policy, tools, names, turn, config)

@@ -15,6 +15,8 @@ import mcp_types as types
 from mcpworld.agent.formats import Action, Format, NativeFormat
 from mcpworld.llm import ChatClient
 from mcpworld.models import TaskInfo, ToolCall
+from mcpworld.paths import registry_token
+from mcpworld.protocol import EpisodeControl
 
 
 class Policy(Protocol):
@@ -50,20 +52,39 @@ class OpenAIPolicy:
 
 
 class OraclePolicy:
-    """Plays the task's reference solution, then gives its reference answer."""
+    """Plays the task's reference solution, then gives its reference answer.
+
+    Servers never hand references to policies: the oracle fetches them itself, over its own privileged
+    request (the task list with the registry token), in `begin`.
+    """
 
     name = "oracle"
     model = None
 
-    def __init__(self, format: Format | None = None):
+    def __init__(self, format: Format | None = None, token: str | None = None):
         self.format = format or NativeFormat()
+        self.token = token
+        self.references: dict[str, TaskInfo] = {}
+
+    async def begin(self, ctl: EpisodeControl, server: str, task: TaskInfo) -> None:
+        """Fetch the references of `server`'s tasks (once per task id)."""
+        if task.id not in self.references:
+            token = self.token or registry_token(None)[0]
+            for info in (await ctl.tasks(token=token)).tasks:
+                if info.solution or info.answer:
+                    self.references[info.id] = info
 
     async def act(self, messages: list[dict[str, Any]], tools: list[types.Tool], task: TaskInfo) -> Action:
+        reference = self.references.get(task.id) or task
+        if not (reference.solution or reference.answer):
+            return Action(message={"role": "assistant", "content": ""},
+                          error=f"no reference for task {task.id}: the server did not reveal it (is the registry "
+                                "token the server's? set MCPWORLD_REGISTRY_TOKEN)")
         turn = _turn(messages)
-        if turn < len(task.solution):
-            call = task.solution[turn]
+        if turn < len(reference.solution):
+            call = reference.solution[turn]
             return Action(message=self.format.assistant_message([call], None), calls=[call])
-        final = task.answer or "Done."
+        final = reference.answer or "Done."
         return Action(message={"role": "assistant", "content": final}, final=final)
 
 

@@ -87,7 +87,7 @@ def registry_check(registry: str | None, names: tuple[str, ...], token: str | No
       mcpworld registry check                  # every server
       mcpworld registry check io.mcpworld/airline
     """
-    from mcpworld.up import registry_token
+    from mcpworld.paths import registry_token
 
     token = token or registry_token(None)[0]
     base = registry or registry_url()
@@ -112,7 +112,7 @@ def registry_check(registry: str | None, names: tuple[str, ...], token: str | No
 @click.option("--token", envvar="MCPWORLD_REGISTRY_TOKEN", default=None)
 def registry_publish(registry: str | None, server_json: Path, token: str | None) -> None:
     """Publish a server.json file (e.g. an external MCP server you want agents to find)."""
-    from mcpworld.up import registry_token
+    from mcpworld.paths import registry_token
 
     token = token or registry_token(None)[0]
     try:
@@ -189,7 +189,7 @@ def registry_serve(port: int, host: str, db: str | None, token: str | None) -> N
 
     from mcpworld.registry.api import create_app
     from mcpworld.registry.store import RegistryStore
-    from mcpworld.up import registry_token
+    from mcpworld.paths import registry_token
 
     secret, is_new = registry_token(token)
     store = RegistryStore(db)
@@ -241,9 +241,10 @@ def up_command(port: int, host: str, db: str | None, token: str | None, only: tu
         acquire,
         banner,
         build_app,
-        registry_token,
         release,
     )
+
+    from mcpworld.paths import registry_token
 
     secret, is_new = registry_token(token)
     names = list(only) or [r.name for r in discover()]
@@ -251,8 +252,9 @@ def up_command(port: int, host: str, db: str | None, token: str | None, only: tu
     from mcpworld.servers.world.servers import WorldModelConfig, world_model_servers
 
     stack = Stack(host=host, port=port, store=RegistryStore(db), token=secret,
-                  worlds=build_servers(names, EpisodeLimits(max_episodes=max_episodes), skip_broken=not only),
-                  health_interval_s=health_interval, swe=None if no_swe else build_swe_server(),
+                  worlds=build_servers(names, EpisodeLimits(max_episodes=max_episodes), skip_broken=not only,
+                                        token=secret),
+                  health_interval_s=health_interval, swe=None if no_swe else build_swe_server(token=secret),
                   world_models=world_model_servers(WorldModelConfig.from_env(swt_url=swt_url, swr_url=swr_url)))
     try:
         acquire(stack)

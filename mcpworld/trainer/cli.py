@@ -163,7 +163,9 @@ def openrlhf_data(servers: tuple[str, ...], split: str, registry: str | None, ou
                 ctl = EpisodeControl(client)
                 tools = await ctl.tools()
                 name = server if server.startswith("http") else full_name(server)
-                out += [prompt_record(name, t, tools, registry=registry) for t in (await ctl.tasks(split)).tasks]
+                listing = await ctl.tasks(split)
+                out += [prompt_record(name, t, tools, registry=registry, policy=listing.policy)
+                        for t in listing.tasks]
         return out
 
     try:

@@ -10,6 +10,7 @@ from typing import Any
 from mcp import Client
 
 from mcpworld.agent.formats import TextFormat
+from mcpworld.paths import registry_token
 from mcpworld.protocol import EpisodeControl
 from mcpworld.registry.connect import connect
 from mcpworld.trainer.grpo import GRPOConfig, GRPOTrainer
@@ -59,6 +60,8 @@ async def run_grpo(config: GRPOConfig, *, world: Path | None, server: str | None
         # A tiny tokenizer learns the world's task words, and each reference call of any task becomes a single
         # action token (so the right call competes with the wrong ones from the first step).
         corpus = [t.instruction for t in every]
-        actions = sorted({fmt.assistant_message([c], None)["content"] for t in every for c in t.solution})
+        # The vocabulary is the trainer's own (privileged) setup: the policy itself only ever sees instructions.
+        revealed = (await ctl.tasks(token=registry_token(None)[0])).tasks
+        actions = sorted({fmt.assistant_message([c], None)["content"] for t in revealed for c in t.solution})
         lm, tokenizer = load_model(model_path, gguf, tiny, corpus, actions, config.seed)
         return await GRPOTrainer(lm, tokenizer, ctl, name, tasks, config).train(on_step)

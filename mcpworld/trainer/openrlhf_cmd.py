@@ -11,16 +11,16 @@ from typing import Any
 import mcp_types as types
 
 from mcpworld.agent.formats import TextFormat
-from mcpworld.agent.loop import SYSTEM
+from mcpworld.agent.loop import system_prompt
 from mcpworld.models import TaskInfo
 
 BRIDGE = Path(__file__).with_name("openrlhf_agent.py")
 
 
 def prompt_record(server: str, task: TaskInfo, tools: list[types.Tool], seed: int = 0,
-                  registry: str | None = None) -> dict[str, Any]:
+                  registry: str | None = None, policy: str = "") -> dict[str, Any]:
     """One dataset line: chat messages (rendered by OpenRLHF's chat template) and the JSON label."""
-    system = SYSTEM + "\n\n" + TextFormat().system_prompt(tools)
+    system = system_prompt(TextFormat(), tools, policy)
     label: dict[str, Any] = {"server": server, "task": task.id, "seed": seed}
     if registry:
         label["registry"] = registry

@@ -92,12 +92,15 @@ def worlds_app(servers: Sequence[WorldServer], host: str = "127.0.0.1") -> Starl
 
 
 def build_servers(names: Sequence[str], limits: EpisodeLimits, interactive: bool = False,
-                  skip_broken: bool = False) -> list[WorldServer]:
-    """WorldServers for `names`; with `skip_broken`, a world that fails to load is reported and left out."""
+                  skip_broken: bool = False, token: str | None = None) -> list[WorldServer]:
+    """WorldServers for `names`; with `skip_broken`, a world that fails to load is reported and left out.
+
+    `token` is the secret that unlocks reference solutions (default: the local registry token).
+    """
     out = []
     for name in names:
         try:
-            out.append(WorldServer(load_runtime(name), limits, interactive=interactive))
+            out.append(WorldServer(load_runtime(name), limits, interactive=interactive, token=token))
         except Exception as exc:
             if not skip_broken:
                 raise

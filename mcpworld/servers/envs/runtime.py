@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.pool import StaticPool
@@ -25,8 +25,12 @@ from sqlmodel import Session
 
 from mcpworld.models import Check, TaskInfo, Verdict
 from mcpworld.servers.envs.diff import Row, StateDiff, TableDiff, diff_rows, row_key
+from mcpworld.servers.envs.reference import Canonical, canonical, reference_check
 from mcpworld.servers.envs.tools import ArgumentError, ToolSpec, build_tool, to_jsonable
 from mcpworld.servers.envs.world import Outcome, Task, ToolError, World
+
+if TYPE_CHECKING:
+    from mcpworld.servers.envs.answers import AnswerContext
 
 CHANGES_TABLE = "_mcpworld_changes"
 
@@ -121,6 +125,7 @@ class Episode:
     last_used: float = field(default_factory=time.monotonic)
     calls: int = 0
     session: Session | None = None  # one per episode: its identity map spares repeated reads a query
+    generated: dict[str, str] = field(default_factory=dict)  # ids `new_id` made in this episode -> prefix
 
     def close(self) -> None:
         if self.session is not None:
@@ -160,14 +165,16 @@ class WorldRuntime:
             name: tuple(c.name for c in table.primary_key.columns) for name, table in self.metadata.tables.items()
         }
         self._templates: dict[str | None, Template] = {}
+        self._references: dict[tuple[str, int], list[Canonical]] = {}
         self.engine = _engine_for(_ActiveConnection)
 
     # -- templates -------------------------------------------------------------------------------------
 
-    def _session(self, engine: Engine, rng: random.Random) -> Session:
+    def _session(self, engine: Engine, rng: random.Random, generated: dict[str, str] | None = None) -> Session:
         session = Session(engine, expire_on_commit=False)
         session.info["now"] = self.world.clock
         session.info["rng"] = rng
+        session.info["generated"] = generated if generated is not None else {}
         return session
 
     def template(self, task: Task | None) -> Template:
@@ -240,7 +247,7 @@ class WorldRuntime:
         episode.last_used = time.monotonic()
         episode.calls += 1
         if episode.session is None:
-            episode.session = self._session(episode.engine or self.engine, episode.rng)
+            episode.session = self._session(episode.engine or self.engine, episode.rng, episode.generated)
         db = episode.session
         with _activate(episode.conn):
             try:
@@ -288,11 +295,70 @@ class WorldRuntime:
                 tables[table] = diff_rows(old, self._rows(episode.conn, table, keys))
         return StateDiff(tables)
 
+    def reference_states(self, task: Task, seed: int = 0) -> list[Canonical]:
+        """The final states of the task's reference solution (and its alternatives), played once per seed."""
+        key = (task.id, seed)
+        if key not in self._references:
+            states = []
+            for solution in [task.solution, *task.alternatives]:
+                episode = self.fork(task.id, seed)
+                try:
+                    for step in solution:
+                        self.call(episode, step.name, step.arguments)
+                    states.append(canonical(self.diff(episode), episode.generated, self.world.free_fields))
+                finally:
+                    episode.close()
+            self._references[key] = states
+        return self._references[key]
+
+    def answer_context(self, episode: Episode) -> AnswerContext:
+        """What typed answers and refusals are judged against: the instruction, the starting rows, the cap."""
+        from mcpworld.servers.envs.answers import AnswerContext
+
+        rows = self.initial_rows(episode.template)
+
+        def resolve(ref: str) -> list[str]:
+            table, _, column = ref.partition(".")
+            if table not in rows:
+                raise KeyError(f"unknown table {table!r} in {ref!r}")
+            return sorted({str(r[column]) for r in rows[table].values() if r.get(column) is not None})
+
+        task = episode.task
+        return AnswerContext(instruction=task.instruction if task else "", resolve=resolve,
+                             max_chars=self.world.max_answer_chars)
+
+    def _answer_checks(self, episode: Episode, answer: str | None) -> list[Check]:
+        task = episode.task
+        assert task is not None
+        checks: list[Check] = []
+        if not task.expect and task.kind != "refusal":
+            return checks
+        from mcpworld.servers.envs.answers import check_answer, refusal_checks
+
+        if task.expect:
+            checks += check_answer(answer, list(task.expect), self.answer_context(episode))
+        if task.kind == "refusal":
+            rule = self.world.rule(task.reason) if task.reason else None
+            if rule is None:
+                checks.append(Check(name="refusal has a reason", passed=False,
+                                    detail=f"task {task.id} names no rule in `reason`: it cannot be judged"))
+            else:
+                others = [c for r in self.world.rules if r.id != rule.id for c in r.cues]
+                checks += refusal_checks(answer, rule.cues, others, self.answer_context(episode))
+        return checks
+
     def verify(self, episode: Episode, answer: str | None) -> Verdict:
-        """Judge the episode with its task's verifier; a raising verifier fails with its error as evidence."""
-        if episode.task is None:
+        """Judge the episode: the reference's final state, the typed answer or refusal, then the task's checks.
+
+        A raising verifier fails with its error as evidence.
+        """
+        task = episode.task
+        if task is None:
             raise UnknownTask("(none: this episode was started without a task)")
         diff = self.diff(episode)
+        agent = canonical(diff, episode.generated, self.world.free_fields)
+        checks = [reference_check(agent, self.reference_states(task, episode.seed))]
+        checks += self._answer_checks(episode, answer)
         initial: list[Session] = []
 
         def open_initial() -> Session:
@@ -301,20 +367,21 @@ class WorldRuntime:
                 initial.append(self._session(_engine_for(conn), random.Random(episode.seed)))
             return initial[0]
 
-        with _activate(episode.conn), self._session(episode.engine or self.engine, episode.rng) as final:
-            outcome = Outcome(diff=diff, answer=answer, _initial=open_initial, final=final)
-            try:
-                raw = episode.task.verify(outcome)
-                verdict = normalize_verdict(raw)
-            except Exception as exc:
-                verdict = Verdict(passed=False, score=0.0, checks=[
-                    Check(name="verifier ran", passed=False, detail=f"{type(exc).__name__}: {_first_line(exc)}")
-                ])
-            final.rollback()
+        if task.verify is not None:
+            with _activate(episode.conn), self._session(episode.engine or self.engine, episode.rng) as final:
+                outcome = Outcome(diff=diff, answer=answer, _initial=open_initial, final=final)
+                try:
+                    checks += normalize_verdict(task.verify(outcome)).checks
+                except Exception as exc:
+                    checks.append(Check(name="verifier ran", passed=False,
+                                        detail=f"{type(exc).__name__}: {_first_line(exc)}"))
+                final.rollback()
         for s in initial:
             s.close()
-        verdict.evidence.setdefault("diff", to_jsonable(diff.summary()))
-        verdict.evidence.setdefault("answer", answer)
+        passed = sum(c.passed for c in checks)
+        verdict = Verdict(passed=passed == len(checks), score=passed / len(checks), checks=checks)
+        verdict.evidence["diff"] = to_jsonable(diff.summary())
+        verdict.evidence["answer"] = answer
         return verdict
 
     def table_counts(self, episode: Episode) -> dict[str, int]:
@@ -335,24 +402,44 @@ class WorldRuntime:
         conn.close()
         return "\n\n".join(ddl)
 
-    def task_info(self, task: Task) -> TaskInfo:
-        return TaskInfo(
-            id=task.id, instruction=task.instruction, split=task.split, difficulty=task.difficulty,
-            kind=task.kind, solution=task.solution, answer=task.answer, rubric=task.rubric,
-        )
+    def task_info(self, task: Task, reveal: bool = False) -> TaskInfo:
+        """What a client may know about a task; the reference (solution, answer, rubric) only when `reveal`."""
+        info = TaskInfo(id=task.id, instruction=task.instruction, split=task.split, difficulty=task.difficulty,
+                        kind=task.kind)
+        if reveal:
+            info.solution, info.answer, info.rubric = list(task.solution), task.answer, list(task.rubric)
+        return info
 
     @property
     def table_names(self) -> list[str]:
         return sorted(self.metadata.tables)
 
 
-def normalize_verdict(raw: bool | Check | Verdict | Iterable[bool | Check]) -> Verdict:
-    """Accept the shapes verifiers return (bool, Check, Verdict, list of those) and make one Verdict."""
+def _flatten(raw: Any) -> Iterator[bool | Check | Verdict]:
+    if isinstance(raw, (bool, Check, Verdict)):
+        yield raw
+    elif isinstance(raw, Iterable) and not isinstance(raw, (str, bytes, dict)):
+        for item in raw:
+            yield from _flatten(item)
+    else:
+        raise TypeError(f"a verifier returned {type(raw).__name__}; return bool, Check, Verdict or a list of them")
+
+
+def normalize_verdict(raw: bool | Check | Verdict | Iterable[Any]) -> Verdict:
+    """Accept the shapes verifiers return (bool, Check, Verdict, nested lists of those) and make one Verdict.
+
+    Nested lists are flattened, so `[[failing], passing]` fails; a Verdict inside a list keeps its checks.
+    """
     if isinstance(raw, Verdict):
         return raw
-    if isinstance(raw, (bool, Check)):
-        raw = [raw]
-    checks = [c if isinstance(c, Check) else Check(name=f"check {i + 1}", passed=bool(c)) for i, c in enumerate(raw)]
+    checks: list[Check] = []
+    for item in _flatten(raw):
+        if isinstance(item, Verdict):
+            checks += item.checks or [Check(name="nested verdict", passed=item.passed)]
+        elif isinstance(item, Check):
+            checks.append(item)
+        else:
+            checks.append(Check(name=f"check {len(checks) + 1}", passed=bool(item)))
     if not checks:
         return Verdict(passed=False, score=0.0, checks=[Check(name="verifier returned checks", passed=False)])
     passed = sum(c.passed for c in checks)

@@ -68,8 +68,10 @@ def _bad_params(message: str) -> MCPError:
 class WorldServer:
     """Binds a WorldRuntime and its EpisodeManager to an MCP `Server`."""
 
-    def __init__(self, runtime: WorldRuntime, limits: EpisodeLimits | None = None, interactive: bool = False):
+    def __init__(self, runtime: WorldRuntime, limits: EpisodeLimits | None = None, interactive: bool = False,
+                 token: str | None = None):
         self.runtime = runtime
+        self.reveal = p.Reveal(token)
         self.episodes = EpisodeManager(runtime, limits)
         self.interactive = interactive
         world = runtime.world
@@ -78,7 +80,8 @@ class WorldServer:
             version=world.version,
             title=world.title,
             description=world.description[:100],
-            instructions=f"{world.description}\n\nScenario: {world.scenario}",
+            instructions=f"{world.description}\n\nScenario: {world.scenario}" + (
+                f"\n\nPolicy (follow it even where a tool would allow an action):\n{world.policy}" if world.rules else ""),
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_list_prompts=self._list_prompts,
@@ -163,7 +166,9 @@ class WorldServer:
 
     async def _list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
         resources = [types.Resource(uri=self._uri("schema"), name="schema", mime_type="application/sql",
-                                    description="The world's tables as SQL DDL")]
+                                    description="The world's tables as SQL DDL"),
+                     types.Resource(uri=self._uri("policy"), name="policy", mime_type="text/markdown",
+                                    description="The rules an agent must follow in this world")]
         resources += [
             types.Resource(uri=self._uri("tables", t), name=t, mime_type="application/json",
                            description=f"Rows of {t} in your current episode (first 100)")
@@ -176,6 +181,10 @@ class WorldServer:
         if uri == self._uri("schema"):
             return types.ReadResourceResult(contents=[
                 types.TextResourceContents(uri=uri, mime_type="application/sql", text=self.runtime.schema_sql)
+            ])
+        if uri == self._uri("policy"):
+            return types.ReadResourceResult(contents=[
+                types.TextResourceContents(uri=uri, mime_type="text/markdown", text=self.runtime.world.policy)
             ])
         prefix = self._uri("tables", "")
         if uri.startswith(prefix):
@@ -206,7 +215,7 @@ class WorldServer:
         return p.StartResult(
             episode=episode.id, task=params.task,
             instruction=episode.task.instruction if episode.task else "",
-            expires_in_s=self.episodes.limits.ttl_s,
+            policy=self.runtime.world.policy, expires_in_s=self.episodes.limits.ttl_s,
         )
 
     async def _verify(self, ctx: Any, params: p.VerifyParams) -> p.VerifyResult:
@@ -223,9 +232,10 @@ class WorldServer:
         return p.CloseResult(episode=params.episode, closed=self.episodes.close(params.episode))
 
     async def _tasks(self, ctx: Any, params: p.TasksParams) -> p.TasksResult:
-        tasks = [self.runtime.task_info(t) for t in self.runtime.tasks.values()
+        reveal = self.reveal.allows(params.token)
+        tasks = [self.runtime.task_info(t, reveal) for t in self.runtime.tasks.values()
                  if params.split is None or t.split == params.split]
-        return p.TasksResult(world=self.runtime.world.name, tasks=tasks)
+        return p.TasksResult(world=self.runtime.world.name, tasks=tasks, policy=self.runtime.world.policy)
 
     async def _state(self, ctx: Any, params: p.StateParams) -> p.StateResult:
         episode = self._lookup(params.episode)

@@ -12,6 +12,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcpworld.servers.envs.diff import StateDiff
 from mcpworld.servers.envs.loader import WorldLoadError, load_world
 from mcpworld.servers.envs.runtime import WorldRuntime
 from mcpworld.servers.envs.tools import ArgumentError, build_tool
@@ -66,10 +67,41 @@ def _definition_problems(world: World, init: str) -> list[Problem]:
     return out
 
 
-def task_problems(runtime: WorldRuntime, task: Task, init: str) -> list[Problem]:
-    where = _file_of(task.verify, init)
-    field = f"task {task.id}"
+def _rule_problems(world: World, init: str) -> list[Problem]:
+    """Rules need ids, text and cues, and no cue of one rule may also cite another (or refusals can't be told apart)."""
+    out = [Problem(init, "rules", f"duplicate rule id {i!r}") for i, k in Counter(r.id for r in world.rules).items()
+           if k > 1]
+    for rule in world.rules:
+        if not rule.text.strip() or not rule.cues:
+            out.append(Problem(init, f"rule {rule.id}", "needs text and at least one cue"))
+        for other in world.rules:
+            if other.id == rule.id:
+                continue
+            for cue in rule.cues:
+                clash = [c for c in other.cues if re.search(rf"(?<!\w){re.escape(c.lower())}(?!\w)", cue.lower())]
+                if clash:
+                    out.append(Problem(init, f"rule {rule.id}", f"cue {cue!r} also cites rule {other.id} "
+                                                                f"(its cue {clash[0]!r}): make the cues distinct"))
+    return out
+
+
+def _kind_problems(world: World, task: Task, where: str, field: str) -> list[Problem]:
     out = []
+    if task.kind == "answer" and not task.expect:
+        out.append(Problem(where, f"{field}: expect", "an answer task declares its typed answer (Count, Number, "
+                                                      "DateAnswer, TimeAnswer, YesNo, Entities)"))
+    if task.kind == "refusal":
+        known = {r.id for r in world.rules}
+        if task.reason not in known:
+            out.append(Problem(where, f"{field}: reason", f"a refusal task names the rule it must cite; "
+                                                          f"{task.reason!r} is not one of: {', '.join(sorted(known))}"))
+    return out
+
+
+def task_problems(runtime: WorldRuntime, task: Task, init: str) -> list[Problem]:
+    where = _file_of(task.verify, init) if task.verify is not None else init
+    field = f"task {task.id}"
+    out = _kind_problems(runtime.world, task, where, field)
     for i, step in enumerate(task.solution):
         spec = runtime.tools.get(step.name)
         if spec is None:
@@ -82,6 +114,9 @@ def task_problems(runtime: WorldRuntime, task: Task, init: str) -> list[Problem]
     if out:
         return out
     try:
+        if task.kind == "refusal" and not _state_of(runtime, task).is_empty:
+            out.append(Problem(where, f"{field}: solution", "a refusal task's reference must leave the state "
+                                                            "untouched (its forbidden call must fail, or be left out)"))
         episode = runtime.fork(task.id)
     except Exception as exc:
         return [Problem(where, f"{field}: setup", f"{type(exc).__name__}: {exc}")]
@@ -103,6 +138,16 @@ def task_problems(runtime: WorldRuntime, task: Task, init: str) -> list[Problem]
     return out
 
 
+def _state_of(runtime: WorldRuntime, task: Task) -> StateDiff:
+    episode = runtime.fork(task.id)
+    try:
+        for step in task.solution:
+            runtime.call(episode, step.name, step.arguments)
+        return runtime.diff(episode)
+    finally:
+        episode.close()
+
+
 def validate(path: str | Path) -> tuple[World | None, list[Problem]]:
     """Load and check the world at `path`; return it (when it loads) and every problem found."""
     init = str(Path(path) / "__init__.py") if Path(path).is_dir() else str(path)
@@ -110,7 +155,7 @@ def validate(path: str | Path) -> tuple[World | None, list[Problem]]:
         world = load_world(path)
     except WorldLoadError as exc:
         return None, [Problem(init, "import", str(exc))]
-    problems = _metadata_problems(world, init) + _definition_problems(world, init)
+    problems = _metadata_problems(world, init) + _definition_problems(world, init) + _rule_problems(world, init)
     if problems:
         return world, problems
     runtime = WorldRuntime(world)

@@ -19,11 +19,13 @@ from sqlmodel import Session, SQLModel
 from mcpworld.models import Check, ToolCall, Verdict
 
 if TYPE_CHECKING:
+    from mcpworld.servers.envs.answers import AnswerPart
     from mcpworld.servers.envs.diff import StateDiff
 
 __all__ = [
     "Check",
     "Outcome",
+    "Rule",
     "Session",
     "Task",
     "Timestamp",
@@ -125,7 +127,10 @@ def new_id(db: Session, prefix: str = "", length: int = 6) -> str:
     """A fresh id drawn from the episode's seeded generator (deterministic, unlike uuid4)."""
     rng: random.Random = db.info["rng"]
     alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
-    return prefix + "".join(rng.choice(alphabet) for _ in range(length))
+    value = prefix + "".join(rng.choice(alphabet) for _ in range(length))
+    # Recorded so the reference comparison treats a generated id as "a new PREFIX id", not a literal.
+    db.info.setdefault("generated", {})[value] = prefix
+    return value
 
 
 def call(name: str, /, **arguments: Any) -> ToolCall:
@@ -182,11 +187,22 @@ Verifier = Callable[[Outcome], "bool | Check | Verdict | Iterable[bool | Check]"
 
 @dataclass
 class Task:
-    """A task: an instruction, how to check it, and a reference solution that passes the check."""
+    """A task: an instruction, a reference solution, and what a correct episode must leave behind.
+
+    Every task is judged against its reference: the final database must equal the one the reference
+    solution leaves (row by row, except the world's `free_fields`), so collateral writes, wrong argument
+    values and missing writes fail by construction. On top of that:
+
+    - an `answer` task declares its typed answer in `expect` (a count, an amount, a date, entities…);
+    - a `refusal` task names the world rule it must cite in `reason` (the id of one of `World.rules`);
+    - `verify` adds hand-written checks for what a diff cannot see, and partial credit.
+
+    `alternatives` lists other reference solutions whose final states are equally correct.
+    """
 
     id: str
     instruction: str
-    verify: Verifier
+    verify: Verifier | None = None
     solution: list[ToolCall] = field(default_factory=list)
     answer: str | None = None
     kind: Literal["answer", "state", "refusal"] = "state"
@@ -194,6 +210,23 @@ class Task:
     rubric: list[str] = field(default_factory=list)
     split: Literal["train", "test"] = "train"
     difficulty: Literal["easy", "medium", "hard"] = "easy"
+    expect: list[AnswerPart] = field(default_factory=list)
+    reason: str | None = None
+    alternatives: list[list[ToolCall]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule of a world's policy: its text for the agent, and the cues by which an answer cites it.
+
+    `enforced=False` marks a rule that lives only in the policy: the tools would allow the action, so only
+    an agent that read and followed the policy refuses it.
+    """
+
+    id: str
+    text: str
+    cues: tuple[str, ...]
+    enforced: bool = True
 
 
 @dataclass
@@ -212,3 +245,20 @@ class World:
     tags: list[str] = field(default_factory=list)
     clock: datetime = datetime(2026, 6, 1, 12, 0, 0)
     source: str = ""
+    rules: list[Rule] = field(default_factory=list)
+    free_fields: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Columns (per table) that may differ from the reference: free text the agent words itself, judged by
+    the task's own checks. Everything else in the final database must match the reference exactly."""
+    max_answer_chars: int = 400
+    """Answers longer than this fail: an answer must commit, not list every candidate."""
+
+    @property
+    def policy(self) -> str:
+        """The rules as a document the agent is given (and must follow even where the tools would not)."""
+        return "\n".join(f"- {r.text}" for r in self.rules)
+
+    def rule(self, rule_id: str) -> Rule:
+        for r in self.rules:
+            if r.id == rule_id:
+                return r
+        raise KeyError(f"world {self.name}: no rule {rule_id!r}; rules: {', '.join(r.id for r in self.rules)}")

@@ -192,8 +192,10 @@ class SWEServer:
 
     def __init__(self, instances: list[Instance], backend: ExecutionBackend | None = None,
                  options: SWEOptions | None = None, pool: WorkspacePool | None = None,
-                 grader: Callable[[Instance, str | None], Verdict] | None = None):
-        """`grader` replaces real grading (e.g. SWR, the virtual test runner, in simulated mode)."""
+                 grader: Callable[[Instance, str | None], Verdict] | None = None, token: str | None = None):
+        """`grader` replaces real grading (e.g. SWR, the virtual test runner, in simulated mode); `token`
+        unlocks reference solutions in the task list (default: the local registry token)."""
+        self.reveal = p.Reveal(token)
         if not instances:
             raise ValueError("the SWE server needs at least one instance")
         self.instances = {i.instance_id: i for i in instances}
@@ -427,8 +429,9 @@ class SWEServer:
         return p.CloseResult(episode=params.episode, closed=closed)
 
     async def _tasks(self, ctx: Any, params: p.TasksParams) -> p.TasksResult:
+        reveal = self.reveal.allows(params.token)
         infos = await anyio.to_thread.run_sync(
-            lambda: [self.task_info(i) for i in self.instances.values() if params.split in (None, i.split)])
+            lambda: [self.task_info(i, reveal) for i in self.instances.values() if params.split in (None, i.split)])
         return p.TasksResult(world="swe", tasks=infos)
 
     async def _state(self, ctx: Any, params: p.StateParams) -> p.StateResult:
@@ -437,11 +440,12 @@ class SWEServer:
         return p.StateResult(episode=episode.id, tables={}, diff={"patch": patch[-20000:],
                                                                   "submitted": episode.submission is not None})
 
-    def task_info(self, instance: Instance) -> TaskInfo:
-        """What a client may know: the issue (and how to find the repository) and a reference solution (editor
-        calls replaying the gold patch, with paths relative to the repository root)."""
+    def task_info(self, instance: Instance, reveal: bool = False) -> TaskInfo:
+        """What a client may know: the issue (and how to find the repository); with `reveal`, also the reference
+        solution (editor calls replaying the gold patch, with paths relative to the repository root)."""
         return TaskInfo(id=instance.instance_id, instruction=instruction(instance), split=instance.split,
-                        difficulty=instance.difficulty, kind="state", solution=self.solution(instance), answer=None)
+                        difficulty=instance.difficulty, kind="state",
+                        solution=self.solution(instance) if reveal else [], answer=None)
 
     def solution(self, instance: Instance) -> list[ToolCall]:
         if instance.instance_id not in self._solutions:
@@ -474,14 +478,15 @@ def _text(text: str, *, error: bool = False, structured: dict[str, Any] | None =
 # -- hosting ---------------------------------------------------------------------------------------------------
 
 def build_swe_server(instances_file: str | Path | None = None, backend: str = "local",
-                     options: SWEOptions | None = None, repos_dir: str | Path | None = None) -> SWEServer:
+                     options: SWEOptions | None = None, repos_dir: str | Path | None = None,
+                     token: str | None = None) -> SWEServer:
     """A SWEServer over an instances file (default: the shipped instances, built on first use)."""
     from mcpworld.servers.swe.builder import builtin_instances
     from mcpworld.servers.swe.instances import load_instances
     from mcpworld.servers.swe.shell import make_backend
 
     instances = load_instances(instances_file, repos_dir) if instances_file else builtin_instances()
-    return SWEServer(instances, make_backend(backend), options)
+    return SWEServer(instances, make_backend(backend), options, token=token)
 
 
 SWE_PATH = "/swe/mcp"

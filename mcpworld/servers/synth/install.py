@@ -49,7 +49,7 @@ def register_record(name: str, title: str, description: str, version: str, tags:
     The record launches the world over stdio (`mcpworld serve world NAME`); `mcpworld up` adds its HTTP URL
     when it next starts and serves it.
     """
-    from mcpworld.up import registry_token
+    from mcpworld.paths import registry_token
 
     base = (registry or registry_url()).rstrip("/")
     try:
