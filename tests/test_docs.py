@@ -24,6 +24,6 @@ def test_worlds_md_example_validates_and_plays(isolated_home: Path) -> None:
     (pkg / "__init__.py").write_text(example("worlds.md", "world"))
     result = subprocess.run(mcpworld_cmd("world", "validate", "pantry"), capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert "ok  pantry: 2 tools, 2 tasks" in result.stdout
+    assert "ok  pantry: 2 tools, 4 tasks" in result.stdout
     listed = subprocess.run(mcpworld_cmd("world", "list", "--json"), capture_output=True, text=True, timeout=120)
     assert '"name": "pantry"' in listed.stdout
