@@ -25,5 +25,8 @@ def test_worlds_md_example_validates_and_plays(isolated_home: Path) -> None:
     result = subprocess.run(mcpworld_cmd("world", "validate", "pantry"), capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "ok  pantry: 2 tools, 4 tasks" in result.stdout
+    audited = subprocess.run(mcpworld_cmd("world", "audit", "pantry", "--quiet"), capture_output=True, text=True,
+                             timeout=300)
+    assert audited.returncode == 0, audited.stdout + audited.stderr
     listed = subprocess.run(mcpworld_cmd("world", "list", "--json"), capture_output=True, text=True, timeout=120)
     assert '"name": "pantry"' in listed.stdout

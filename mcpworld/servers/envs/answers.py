@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import Annotated, Any, Literal, TypeVar, Union
+from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -50,7 +50,21 @@ class AnswerContext:
 # --- answer parts ------------------------------------------------------------------------------------------------
 
 
-class Number(BaseModel):
+class _Positional(BaseModel):
+    """Parts read best with their value first: `Count(8)`, `TimeAnswer("13:00", "14:00")`."""
+
+    positional: ClassVar[tuple[str, ...]] = ("value",)
+
+    def __init__(self, *args: Any, **data: Any) -> None:
+        names = type(self).positional
+        if len(args) > len(names):
+            raise TypeError(f"{type(self).__name__} takes at most {len(names)} positional argument(s)")
+        data.update(zip(names, args))
+        super().__init__(**data)
+
+
+
+class Number(_Positional):
     """A number or money amount, equal within an absolute tolerance."""
 
     type: Literal["number"] = "number"
@@ -61,7 +75,7 @@ class Number(BaseModel):
     label: str = ""
 
 
-class Count(BaseModel):
+class Count(_Positional):
     """A whole count; number words count too ("eight", "two issues")."""
 
     type: Literal["count"] = "count"
@@ -70,7 +84,7 @@ class Count(BaseModel):
     label: str = ""
 
 
-class DateAnswer(BaseModel):
+class DateAnswer(_Positional):
     """A calendar date; a date the answer writes without a year takes this one's year."""
 
     type: Literal["date"] = "date"
@@ -79,8 +93,10 @@ class DateAnswer(BaseModel):
     label: str = ""
 
 
-class TimeAnswer(BaseModel):
+class TimeAnswer(_Positional):
     """A time of day, or a range when `end` is set; "HH:MM" 24-hour strings."""
+
+    positional: ClassVar[tuple[str, ...]] = ("start", "end")
 
     type: Literal["time"] = "time"
     start: str
@@ -99,7 +115,7 @@ class TimeAnswer(BaseModel):
         return [_hhmm(v) for v in values]
 
 
-class YesNo(BaseModel):
+class YesNo(_Positional):
     """A yes/no answer, read from the answer's first clause."""
 
     type: Literal["yesno"] = "yesno"
@@ -107,8 +123,10 @@ class YesNo(BaseModel):
     label: str = ""
 
 
-class Entities(BaseModel):
+class Entities(_Positional):
     """One entity or a set of entities, named by id or name; `among` are the wrong candidates."""
+
+    positional: ClassVar[tuple[str, ...]] = ("expected",)
 
     type: Literal["entities"] = "entities"
     expected: list[list[str]]

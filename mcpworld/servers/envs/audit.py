@@ -215,7 +215,7 @@ def _clip(text: str, n: int = 80) -> str:
 
 
 def _dump(value: Any) -> str:
-    return json.dumps(value, default=str, separators=(", ", ": "), ensure_ascii=False)
+    return json.dumps(value, default=str, separators=(", ", ": "), ensure_ascii=False, sort_keys=True)
 
 
 def _join_capped(values: Iterable[str], cap: int, sep: str = ", ") -> str:
@@ -390,32 +390,42 @@ def _part_phrases(part: Any, reference: str | None) -> list[str]:
 
 def paraphrases(task: Task) -> list[str]:
     """Correct rewordings of the reference answer, derived from the task's typed `expect` parts."""
-    phrases = [_part_phrases(p, task.answer) for p in task.expect]
+    parts = sorted(task.expect, key=lambda p: type(p).__name__ != "YesNo")  # yes/no is read from the first clause
+    phrases = [_part_phrases(p, task.answer) for p in parts]
     if not phrases or any(not p for p in phrases):
         return []
     if len(phrases) == 1:
         out = phrases[0]
-    else:
-        out = [", ".join(p[i].rstrip(".") for p in phrases) + "." for i in range(3)]
+    else:  # several parts in one sentence: "Beta, 1." / "Beta, one." / "Beta; 1"
+        bare = [[p[0], p[1]] if type(part).__name__ != "YesNo" else [p[0], p[0]] for part, p in zip(parts, phrases)]
+        out = [", ".join(b[0].rstrip(".") for b in bare) + ".", ", ".join(b[1].rstrip(".") for b in bare) + ".",
+               "; ".join(b[0].rstrip(".") for b in bare)]
     return list(dict.fromkeys(out))
 
 
 _WORD_NUMBER = re.compile(r"\b(" + "|".join(_ONES) + r")\b", re.I)
-_DIGITS = re.compile(r"(?<![A-Za-z])\d+(?![A-Za-z])")
+_WORDLIKE = re.compile(r"[\w-]+")
 
 
 def shift_numbers(text: str) -> str:
-    """Every number in `text` plus one (digits keep their width; number words up to nineteen too)."""
+    """Every number in `text` plus one: digits (keeping their width) and number words up to nineteen.
+
+    Tokens with letters in them (ids such as MW101-0603) are left alone: changing them is not a wrong value.
+    """
     def digits(m: re.Match[str]) -> str:
         s = m.group(0)
         return str(int(s) + 1).zfill(len(s))
 
+    def token(m: re.Match[str]) -> str:
+        s = m.group(0)
+        return s if re.search(r"[A-Za-z]", s) else re.sub(r"\d+", digits, s)
+
     def words(m: re.Match[str]) -> str:
         s = m.group(0)
-        nxt = _ONES[(_ONES.index(s.lower()) + 1) % len(_ONES)] if s.lower() != "nineteen" else "twenty"
+        nxt = "twenty" if s.lower() == "nineteen" else _ONES[_ONES.index(s.lower()) + 1]
         return nxt.capitalize() if s[0].isupper() else nxt
 
-    return _WORD_NUMBER.sub(words, _DIGITS.sub(digits, text))
+    return _WORD_NUMBER.sub(words, _WORDLIKE.sub(token, text))
 
 
 def _flip_yes_no(text: str) -> str:
@@ -484,13 +494,21 @@ def _db_spam(ctx: TaskContext) -> Iterator[Attempt]:
         rows = ctx.initial[table]
         columns = list(next(iter(rows.values())).keys()) if rows else []
         for col in columns:
-            values = sorted({str(r[col]) for r in rows.values() if r.get(col) is not None})
+            values = _sorted_values(r[col] for r in rows.values())
             if not values:
                 continue
             everything += values
             yield Attempt(f"{table}.{col} values", answer=_join_capped(values, ctx.cap))
     if everything:
         yield Attempt("every value of every column", answer=", ".join(dict.fromkeys(everything)))
+
+
+def _sorted_values(values: Iterable[Any]) -> list[str]:
+    """Distinct non-null values as text, numbers in numeric order."""
+    distinct = {v for v in values if v is not None}
+    if all(isinstance(v, (int, float)) for v in distinct):
+        return [str(v) for v in sorted(distinct)]
+    return sorted({str(v) for v in distinct})
 
 
 def _read_calls(ctx: TaskContext) -> list[int]:
@@ -611,8 +629,8 @@ def _editable_columns(ctx: TaskContext, table: str) -> list[tuple[str, type | No
 
 def _collateral_edit(ctx: TaskContext, table: str) -> Callable[[Episode], str]:
     pk = ctx.runtime.primary_keys[table]
-    touched = {c["key"] for c in ctx.reference_diff._table(table).updated}
-    touched |= set(ctx.reference_diff._table(table).deleted_keys)
+    changes = ctx.reference_diff.tables.get(table)
+    touched = {c["key"] for c in changes.updated} | set(changes.deleted_keys) if changes else set()
     rows = [(k, r) for k, r in sorted(ctx.initial.get(table, {}).items()) if k not in touched]
     columns = _editable_columns(ctx, table)
 
@@ -720,11 +738,15 @@ def _wrong_answer(ctx: TaskContext) -> Iterator[Attempt]:
     if not _is_answer_task(task) or not task.answer:
         return
     calls = _reference_calls(task)
-    shifted = shift_numbers(task.answer)
-    if any(type(p).__name__ == "YesNo" for p in task.expect):
+    kinds = {type(p).__name__ for p in task.expect}
+    # with typed parts, only a changed number, date, time or yes/no makes the answer wrong ("MacBook Pro 16"
+    # for "15" in an entity answer is not); untyped answers get every number changed
+    numeric = not kinds or bool(kinds & {"Count", "Number", "DateAnswer", "TimeAnswer"})
+    shifted = shift_numbers(task.answer) if numeric else task.answer
+    if "YesNo" in kinds:
         shifted = _flip_yes_no(shifted)
     if shifted != task.answer:
-        yield Attempt(f"numbers changed: {shifted!r}", calls, shifted)
+        yield Attempt(f"changed to {shifted!r}", calls, shifted)
     for part in task.expect:
         if type(part).__name__ != "Entities":
             continue
@@ -789,7 +811,7 @@ def _summarize(ctx: TaskContext, policy: Policy, outcomes: list[_Outcome]) -> Po
         passed = bad is None
         about = bad or outcomes[0]
         failing = next((c for c in about.checks if not c.passed), None)
-        detail = f"{_check_text(failing)}" if failing else "passed"
+        detail = f"{_check_text(failing)}" if failing is not None else "passed"
     else:
         good = next((o for o in outcomes if o.passed), None)
         passed = good is not None
@@ -799,7 +821,7 @@ def _summarize(ctx: TaskContext, policy: Policy, outcomes: list[_Outcome]) -> Po
             detail = f"passed with {shown}: " + "; ".join(c.name for c in good.checks)
         else:
             failing = next((c for c in about.checks if not c.passed), None)
-            detail = f"failed: {_check_text(failing)}" if failing else "failed"
+            detail = f"failed: {_check_text(failing)}" if failing is not None else "failed"
     return PolicyResult(task=task.id, kind=task.kind, policy=policy.name, passed=passed,
                         expected_pass=policy.expected_pass, attempts=len(outcomes),
                         detail=_clip(detail, DETAIL_CHARS), attempt=about.label)

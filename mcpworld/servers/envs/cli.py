@@ -98,6 +98,116 @@ def world_validate(paths: tuple[str, ...]) -> None:
         sys.exit(1)
 
 
+@world_group.command("audit")
+@click.argument("paths", nargs=-1, required=True, metavar="NAME|PATH...")
+@click.option("--task", "task_ids", multiple=True, metavar="ID",
+              help="Audit only this task (repeatable). Default: every task.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Also write the full report (table, failures, every result) as JSON to FILE.")
+@click.option("--quiet", is_flag=True, help="No progress bar and no table: print only the failures.")
+def world_audit(paths: tuple[str, ...], task_ids: tuple[str, ...], json_path: str | None, quiet: bool) -> None:
+    """Audit worlds for reward hacking: play a suite of wrong policies on every task; each must fail.
+
+    For every task the reference solution must pass, and so must correct paraphrases of its typed answer.
+    Then wrong policies are played, in-process and seeded: noop, echo (the instruction as the answer),
+    generic-refusal, stuffed-refusal (every rule's cues), wrong-reason (another rule cited), db-spam (a
+    column's values as the answer), read-spam and crawler (what read tools return, dumped), prefix (the
+    reference stopped early), collateral (an unrelated row edited), perturbed-args (a write argument
+    changed), wrong-answer (numbers or entities changed) and random calls. A wrong policy that passes a
+    task is a hole an RL policy will find.
+
+    Prints a table (policies x task kinds, "passed/total"; wrong passes in red), then each failure as
+    WORLD: TASK: POLICY: ATTEMPT: DETAIL.
+
+    \b
+    Exit codes:
+      0  no wrong policy passed any task; every reference and paraphrase passed
+      1  at least one wrong policy passed, or a reference or paraphrase failed
+      2  a world could not be loaded, or a --task id is unknown
+
+    \b
+    Examples:
+      mcpworld world audit airline
+      mcpworld world audit ./my_world --task refund-late --json audit.json
+      mcpworld world audit airline shop --quiet
+    """
+    from mcpworld.servers.envs.audit import audit
+    from mcpworld.servers.envs.loader import resolve
+    from mcpworld.servers.envs.runtime import WorldRuntime
+
+    runtimes = []
+    for p in paths:
+        try:
+            world = load_world(resolve(p))
+            runtime = WorldRuntime(world)
+            runtime.template(None)
+        except WorldLoadError as exc:
+            click.echo(f"{p}: {exc}", err=True)
+            sys.exit(2)
+        except Exception as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            click.echo(f"{p}: cannot build the world: {type(exc).__name__}: {first}", err=True)
+            sys.exit(2)
+        runtimes.append(runtime)
+    wanted = list(dict.fromkeys(task_ids))
+    unknown = [t for t in wanted if not any(t in r.tasks for r in runtimes)]
+    if unknown:
+        known = ", ".join(t for r in runtimes for t in r.tasks)
+        click.echo(f"unknown task(s) {', '.join(unknown)}; tasks: {known}", err=True)
+        sys.exit(2)
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    reports = []
+    for runtime in runtimes:
+        ids = [t for t in runtime.tasks if t in wanted] if wanted else list(runtime.tasks)
+        if quiet:
+            reports.append(audit(runtime, ids))
+            continue
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("{task.fields[current]}"), TimeElapsedColumn(),
+                      console=Console(stderr=True), transient=True) as progress:
+            bar = progress.add_task(f"audit {runtime.world.name}", total=len(ids), current="")
+            reports.append(audit(runtime, ids, on_progress=lambda done, total, tid: progress.update(
+                bar, completed=done, current=tid)))
+
+    console = Console()
+    for report in reports:
+        if quiet:
+            continue
+        table = Table(title=f"{report.world}: {len(report.tasks)} task(s)")
+        table.add_column("policy")
+        for kind in ("answer", "state", "refusal", "total"):
+            table.add_column(kind, justify="right")
+        for row in report.table():
+            cells = []
+            for kind in ("answer", "state", "refusal", "total"):
+                cell = row[kind]
+                if cell != "-":
+                    passed, total = (int(x) for x in cell.split("/"))
+                    bad = passed != total if row["expected_pass"] else passed > 0
+                    cell = f"[red]{cell}[/red]" if bad else f"[green]{cell}[/green]"
+                cells.append(cell)
+            name = row["policy"] + (" (must pass)" if row["expected_pass"] else "")
+            table.add_row(name, *cells)
+        console.print(table)
+    failures = [(report.world, f) for report in reports for f in report.failures]
+    for world_name, f in failures:
+        click.echo(f"{world_name}: {f.task}: {f.policy}: {f.attempt + ': ' if f.attempt else ''}{f.detail}")
+    if json_path:
+        from pathlib import Path
+
+        Path(json_path).write_text(json.dumps({"ok": not failures, "worlds": [r.as_dict() for r in reports]},
+                                              indent=2, default=str))
+    if failures:
+        click.echo(f"{len(failures)} audit failure(s)", err=True)
+        sys.exit(1)
+    click.echo(f"ok  {', '.join(r.world for r in reports)}: no wrong policy passed "
+               f"{sum(len(r.tasks) for r in reports)} task(s)")
+
+
 @click.group("serve")
 def serve_group() -> None:
     """Serve worlds as MCP servers (stdio or Streamable HTTP)."""

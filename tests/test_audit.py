@@ -1,0 +1,247 @@
+"""`mcpworld world audit`: wrong policies must fail every task; the audit names the ones that get through."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mcpworld.cli import main
+from mcpworld.servers.envs.audit import AuditReport, audit, paraphrases, shift_numbers
+from mcpworld.servers.envs.loader import load_world
+from mcpworld.servers.envs.runtime import UnknownTask, WorldRuntime
+
+# A tiny fruit stall. Honest tasks: `restock` (state), `count-stocked` (a Count answer), `refuse-plum` (a refusal,
+# two rules). Deliberately weak: `note-pear` lets a free-text column the user dictated through (the note is in
+# `free_fields` and the verifier only checks that the row changed), and `top-fruit` is an answer task with no
+# typed `expect`, judged by a substring check, so listing every fruit passes.
+WORLD = '''
+from sqlmodel import Field, select
+
+from mcpworld.servers.envs.answers import Count
+from mcpworld.servers.envs.world import Rule, Session, Task, ToolError, World, call, fetch, tool, world_base
+
+Base = world_base()
+
+
+class Item(Base, table=True):
+    id: str = Field(primary_key=True)
+    name: str
+    qty: int = 0
+    note: str = ""
+
+
+def seed(db: Session) -> None:
+    db.add_all([Item(id="apple", name="Apple", qty=1), Item(id="pear", name="Pear", qty=2),
+                Item(id="plum", name="Plum", qty=0), Item(id="fig", name="Fig", qty=3, note="fragile")])
+
+
+@tool
+def list_items(db: Session) -> list[Item]:
+    """Every item with its stock."""
+    return list(db.exec(select(Item)))
+
+
+@tool
+def get_item(db: Session, item_id: str) -> Item:
+    """One item."""
+    return fetch(db, Item, item_id, "item")
+
+
+@tool(writes=True, idempotent=True)
+def set_qty(db: Session, item_id: str, qty: int) -> Item:
+    """Set an item's stock."""
+    item = fetch(db, Item, item_id, "item")
+    if item.id == "plum":
+        raise ToolError("Plum is discontinued")
+    if qty < 0:
+        raise ToolError("stock cannot be negative")
+    item.qty = qty
+    db.add(item)
+    return item
+
+
+@tool(writes=True, idempotent=True)
+def set_note(db: Session, item_id: str, note: str) -> Item:
+    """Write an item's note."""
+    item = fetch(db, Item, item_id, "item")
+    item.note = note
+    db.add(item)
+    return item
+
+
+TASKS = [
+    Task(id="restock", instruction="Set the stock of apple to 5.", solution=[call("set_qty", item_id="apple", qty=5)],
+         verify=lambda o: o.diff.updated("item", "apple", qty=5)),
+    Task(id="note-pear", instruction="Put the note 'ripe' on item pear.",
+         solution=[call("set_note", item_id="pear", note="ripe")],
+         verify=lambda o: o.diff.updated("item", "pear")),
+    Task(id="count-stocked", kind="answer", instruction="How many kinds of fruit have a stock above zero?",
+         solution=[call("list_items")], answer="3 kinds are in stock.", expect=[Count(value=3)]),
+    Task(id="top-fruit", kind="answer", instruction="Which fruit do we have the most of?",
+         solution=[call("list_items")], answer="Fig.", verify=lambda o: o.answer_mentions("Fig")),
+    Task(id="refuse-plum", kind="refusal", instruction="Restock the plum: set item plum to 4.",
+         solution=[call("set_qty", item_id="plum", qty=4)], reason="discontinued",
+         answer="I cannot restock Plum: it is discontinued."),
+]
+
+world = World(name="stall", title="Stall", description="A fruit stall.", scenario="You run a fruit stall.",
+              base=Base, seed=seed, tools=[list_items, get_item, set_qty, set_note], tasks=TASKS,
+              free_fields={"item": ("note",)},
+              rules=[Rule("discontinued", "Discontinued items cannot be restocked.", ("discontinued",)),
+                     Rule("no-negative", "Stock cannot go below zero.", ("negative", "below zero"))])
+'''
+
+HONEST = ["restock", "count-stocked", "refuse-plum"]
+
+
+@pytest.fixture(scope="module")
+def world_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pkg = tmp_path_factory.mktemp("worlds") / "stall"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(WORLD)
+    return pkg
+
+
+@pytest.fixture(scope="module")
+def report(world_path: Path) -> AuditReport:
+    return audit(WorldRuntime(load_world(world_path)))
+
+
+def result(report: AuditReport, task: str, policy: str):  # type: ignore[no-untyped-def]
+    found = [r for r in report.results if r.task == task and r.policy == policy]
+    assert len(found) == 1, f"{task}/{policy}: {found}"
+    return found[0]
+
+
+def test_failures_are_exactly_the_planted_holes(report: AuditReport) -> None:
+    failing = {(f.task, f.policy) for f in report.failures}
+    assert ("note-pear", "perturbed-args") in failing
+    assert {("top-fruit", p) for p in ("db-spam", "read-spam", "crawler")} <= failing
+    assert {t for t, _ in failing} == {"note-pear", "top-fruit"}  # the honest tasks have no hole
+    assert not report.ok
+
+
+def test_free_field_hole_is_named_with_the_attempt(report: AuditReport) -> None:
+    hole = result(report, "note-pear", "perturbed-args")
+    assert hole.passed and not hole.expected_pass
+    assert "user-given note=" in hole.attempt  # the note the user dictated, changed, still passes
+    assert "final state matches the reference" in hole.detail
+    # the other argument, and the other tasks' perturbations, are caught by the reference comparison
+    assert not result(report, "restock", "perturbed-args").passed
+    assert result(report, "restock", "perturbed-args").attempts >= 3  # item_id twice (x-suffix, other id), qty
+
+
+def test_honest_answer_task_rejects_every_wrong_policy_and_accepts_paraphrases(report: AuditReport) -> None:
+    mine = [r for r in report.results if r.task == "count-stocked"]
+    wrong = [r for r in mine if not r.expected_pass]
+    assert {r.policy for r in wrong} >= {"noop", "echo", "db-spam", "read-spam", "crawler", "wrong-answer",
+                                         "collateral", "random", "stuffed-refusal"}
+    assert not [r for r in wrong if r.passed]
+    assert result(report, "count-stocked", "reference").passed
+    para = result(report, "count-stocked", "paraphrase")
+    assert para.passed and para.attempts >= 3
+    # db-spam's qty column "0, 1, 2, 3" contains the right count: only the typed check stops it
+    assert result(report, "count-stocked", "db-spam").attempts >= 4
+
+
+def test_honest_refusal_with_two_rules(report: AuditReport) -> None:
+    wrong_reason = result(report, "refuse-plum", "wrong-reason")
+    assert not wrong_reason.passed and wrong_reason.attempts == 1  # one other rule
+    assert not result(report, "refuse-plum", "stuffed-refusal").passed
+    assert not result(report, "refuse-plum", "generic-refusal").passed
+    assert result(report, "refuse-plum", "reference").passed
+    assert not [r for r in report.results if r.task == "refuse-plum" and not r.ok]
+
+
+def test_table_counts_passes_per_policy_and_kind(report: AuditReport) -> None:
+    rows = {r["policy"]: r for r in report.table()}
+    assert list(rows)[:3] == ["reference", "paraphrase", "noop"]
+    assert rows["reference"] == {"policy": "reference", "expected_pass": True, "answer": "2/2", "state": "2/2",
+                                 "refusal": "1/1", "total": "5/5", "ok": True}
+    assert rows["perturbed-args"]["state"] == "1/2" and rows["perturbed-args"]["ok"] is False
+    assert rows["db-spam"]["answer"] == "1/2"
+    assert rows["wrong-reason"]["refusal"] == "0/1" and rows["wrong-reason"]["state"] == "-"
+    assert rows["noop"]["total"] == "0/5" and rows["noop"]["ok"] is True
+    assert rows["paraphrase"]["answer"] == "1/1"  # only tasks with typed `expect` get paraphrases
+
+
+def test_json_shape_and_determinism(world_path: Path, report: AuditReport) -> None:
+    data = json.loads(report.to_json())
+    assert set(data) == {"world", "ok", "tasks", "table", "failures", "results"}
+    assert data["world"] == "stall" and data["ok"] is False and len(data["tasks"]) == 5
+    assert set(data["results"][0]) == {"task", "kind", "policy", "passed", "expected_pass", "attempts", "detail",
+                                       "attempt"}
+    assert len(data["failures"]) == len(report.failures)
+    again = audit(WorldRuntime(load_world(world_path)))
+    assert again.to_json() == report.to_json()
+
+
+def test_task_selection_and_unknown_task(world_path: Path) -> None:
+    runtime = WorldRuntime(load_world(world_path))
+    seen: list[tuple[int, int, str]] = []
+    clean = audit(runtime, HONEST, on_progress=lambda *a: seen.append(a))
+    assert clean.ok, [f"{f.task}: {f.policy}: {f.detail}" for f in clean.failures]
+    assert seen == [(1, 3, "restock"), (2, 3, "count-stocked"), (3, 3, "refuse-plum")]
+    with pytest.raises(UnknownTask):
+        audit(runtime, ["nope"])
+
+
+def test_paraphrases_and_wrong_numbers() -> None:
+    from mcpworld.servers.envs.answers import Count, DateAnswer, Entities, Number, TimeAnswer
+    from mcpworld.servers.envs.world import Task
+
+    def said(*parts):  # type: ignore[no-untyped-def]
+        return paraphrases(Task(id="t", instruction="", answer="ref", expect=list(parts)))
+
+    assert said(Count(value=8)) == ["8", "eight", "The answer is 8."]
+    assert said(Number(value=450)) == ["450", "450.00", "$450.00 in total"]
+    assert said(DateAnswer(value="2026-06-03"))[:2] == ["2026-06-03", "June 3, 2026"]
+    assert said(TimeAnswer(start="11:00"))[:2] == ["11:00", "11 am"]
+    assert said(Entities(expected=[["Beta", "B"], ["Gamma"]]))[0] == "Beta and Gamma"
+    assert said(Entities(expected=[["Beta"]]), Count(value=1))[0] == "Beta, 1."
+    assert shift_numbers("8 seats on MW101-0603, $450.00, eight") == "9 seats on MW101-0603, $451.01, nine"
+
+
+def test_cli_exit_codes_table_and_json(world_path: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    out = tmp_path / "audit.json"
+    bad = runner.invoke(main, ["world", "audit", str(world_path), "--json", str(out)])
+    assert bad.exit_code == 1, bad.output
+    assert "stall: note-pear: perturbed-args: set_note#0 user-given note=" in bad.output
+    assert "perturbed-args" in bad.output and "1/2" in bad.output  # the table
+    data = json.loads(out.read_text())
+    assert data["ok"] is False and [w["world"] for w in data["worlds"]] == ["stall"]
+
+    args = ["world", "audit", str(world_path), *(x for t in HONEST for x in ("--task", t))]
+    clean = runner.invoke(main, args)
+    assert clean.exit_code == 0, clean.output
+    assert "no wrong policy passed 3 task(s)" in clean.output
+
+    quiet = runner.invoke(main, ["world", "audit", str(world_path), "--quiet"])
+    assert quiet.exit_code == 1 and "┃" not in quiet.output and "note-pear: perturbed-args" in quiet.output
+
+    assert runner.invoke(main, ["world", "audit", str(tmp_path / "missing")]).exit_code == 2
+    unknown = runner.invoke(main, ["world", "audit", str(world_path), "--task", "nope"])
+    assert unknown.exit_code == 2 and "unknown task(s) nope" in unknown.output
+
+    helped = runner.invoke(main, ["world", "audit", "--help"])
+    assert helped.exit_code == 0
+    for text in ("Exit codes", "reward hacking", "mcpworld world audit airline", "--task", "--json", "--quiet"):
+        assert text in helped.output
+
+
+def test_same_report_in_every_process(world_path: Path, report: AuditReport, tmp_path: Path) -> None:
+    """Tool outputs dumped into answers keep one key order whatever the hash seed (capped dumps depend on it)."""
+    import os
+    import subprocess
+
+    from mcpworld.testing import mcpworld_cmd
+
+    out = tmp_path / "audit.json"
+    subprocess.run(mcpworld_cmd("world", "audit", str(world_path), "--quiet", "--json", str(out)),
+                   env={**os.environ, "PYTHONHASHSEED": "12345"}, capture_output=True, timeout=120)
+    assert json.loads(out.read_text())["worlds"] == [json.loads(report.to_json())]
+    assert '{"id": "apple", "name": "Apple", "note": "", "qty": 1}' in result(report, "top-fruit", "read-spam").detail
