@@ -129,6 +129,7 @@ class Attempt:
     answer: str | None | Callable[[list[CallResult]], str | None] = None
     edit: Callable[[Episode], str] | None = None
     must_differ: bool = False
+    wording: bool = False  # a perturbation of text the agent words itself: a difference only in free fields is fine
 
 
 @dataclass
@@ -195,6 +196,10 @@ def _play(ctx: TaskContext, attempt: Attempt) -> _Outcome | None:
             mine = canonical(runtime.diff(episode), episode.generated, {})
             if any(not mismatches(mine, ref) for ref in ctx.reference_raw):
                 return None
+            if attempt.wording:
+                worded = canonical(runtime.diff(episode), episode.generated, runtime.world.free_fields)
+                if any(not mismatches(worded, ref) for ref in runtime.reference_states(ctx.task, SEED)):
+                    return None
         answer = attempt.answer(results) if callable(attempt.answer) else attempt.answer
         verdict = runtime.verify(episode, answer)
         return _Outcome(label, verdict.passed, verdict.checks, answer)
@@ -730,7 +735,7 @@ def _perturbed_args(ctx: TaskContext) -> Iterator[Attempt]:
                 calls[i].arguments[arg] = new
                 where = "user-given " if arg in given else ""
                 yield Attempt(f"{step.name}#{i} {where}{arg}={new!r} (was {step.arguments[arg]!r})", calls,
-                              ctx.task.answer, must_differ=True)
+                              ctx.task.answer, must_differ=True, wording=arg not in given)
 
 
 def _wrong_answer(ctx: TaskContext) -> Iterator[Attempt]:

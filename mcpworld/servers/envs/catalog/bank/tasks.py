@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mcpworld.servers.envs.answers import Number, entity
 from mcpworld.servers.envs.world import Check, Outcome, Task, call
 
 
@@ -13,6 +14,23 @@ def disputed_one_of(o: Outcome, *transaction_ids: str) -> Check:
                  passed=len(hit) == 1 and hit[0] in transaction_ids, detail=f"disputed {hit}")
 
 
+def memo_is(o: Outcome, memo: str) -> Check:
+    """The one new transfer carries the memo the customer dictated (the memo is free text: compared loosely)."""
+    rows = o.diff.tables["transfer"].inserted
+    said = [(r.get("memo") or "").strip().strip("'\"").rstrip(".").lower() for r in rows]
+    return Check(name=f"transfer memo is {memo!r}", passed=said == [memo.lower()], detail=f"memos {said}")
+
+
+def omits(o: Outcome, *values: str) -> Check:
+    """The answer gives away none of `values` (what a refusal must not disclose)."""
+    text = (o.answer or "").lower().replace(",", "")
+    found = [v for v in values if v.lower().replace(",", "") in text]
+    return Check(name=f"answer discloses none of {', '.join(values)}", passed=not found,
+                 detail=f"discloses {', '.join(found)}" if found else "")
+
+
+DISPUTE_STATUSES = ["resolved", "rejected", "closed", "denied", "approved", "refunded"]
+
 TASKS = [
     # -- answers ---------------------------------------------------------------------------------------
     Task(
@@ -22,7 +40,7 @@ TASKS = [
         solution=[call("find_customer", email="priya@example.com"),
                   call("list_accounts", customer_id="CU100")],
         answer="Your total balance is 18,200.00: 3,200.00 in checking CHK-2001 and 15,000.00 in savings SAV-2002.",
-        verify=lambda o: [o.answer_mentions("18200"), o.diff.unchanged()],
+        expect=[Number(value=18200.0, allow=[3200.0, 15000.0, 2, 500.0])],  # "your two accounts", "a 500 overdraft"
     ),
     Task(
         id="streamly-charges-may",
@@ -33,7 +51,7 @@ TASKS = [
                   call("list_transactions", account_id="CHK-2001", start="2026-05-01", search="streamly")],
         answer="Streamly charged you 31.98 in May: two charges of 15.99 on 2026-05-10, a minute apart, which "
                "looks like a duplicate.",
-        verify=lambda o: [o.answer_mentions("31.98"), o.diff.unchanged()],
+        expect=[Number(value=31.98, allow=[15.99, 2])],
         split="test",
         difficulty="medium",
     ),
@@ -45,7 +63,7 @@ TASKS = [
                   call("get_customer", customer_id="CU102")],
         answer="Your daily limit for payments to payees is 5,000.00 and you already sent 4,000.00 today, so you "
                "can send 1,000.00 more.",
-        verify=lambda o: [o.answer_mentions("1000"), o.diff.unchanged()],
+        expect=[Number(value=1000.0, allow=[5000.0, 4000.0])],
         difficulty="medium",
     ),
     Task(
@@ -56,18 +74,20 @@ TASKS = [
         solution=[call("find_customer", email="nora@example.com"),
                   call("list_accounts", customer_id="CU104")],
         answer="Checking CHK-2009 has 610.00 plus a 200.00 overdraft, so 810.00 is available.",
-        verify=lambda o: [o.answer_mentions("810"), o.diff.unchanged()],
+        expect=[Number(value=810.0, allow=[610.0, 200.0])],
     ),
     Task(
         id="dispute-status",
         kind="answer",
         instruction="Marcus Lee (marcus@example.com). What's the status of my dispute about the QuickFuel charge, "
-                    "and was I credited anything yet?",
+                    "was I credited anything yet, and what is my checking balance now?",
         solution=[call("find_customer", email="marcus@example.com"),
-                  call("list_disputes", customer_id="CU101")],
-        answer="Your dispute DP5001 on the 45.00 QuickFuel charge is still open; you received a provisional "
-               "credit of 45.00.",
-        verify=lambda o: [o.answer_mentions("open", "45"), o.diff.unchanged()],
+                  call("list_disputes", customer_id="CU101"),
+                  call("list_accounts", customer_id="CU101")],
+        answer="Your dispute on the 45.00 QuickFuel charge is still open; you received a provisional credit of "
+               "45.00, and your checking balance is 420.75.",
+        expect=[entity("open", "still open", "under review", "pending", among=DISPUTE_STATUSES, label="status"),
+                Number(value=45.0, label="credit"), Number(value=420.75, label="checking balance")],
     ),
     # -- state changes ---------------------------------------------------------------------------------
     Task(
@@ -97,7 +117,7 @@ TASKS = [
                           o.diff.inserted("transfer", 1, from_account_id="CHK-2001", payee_id="PY-4001",
                                           amount=300.0),
                           o.diff.inserted("transactions", 1, account_id="CHK-2001", amount=-300.0, kind="payment"),
-                          o.diff.unchanged("payee")],
+                          o.diff.unchanged("payee"), memo_is(o, "Concert tickets")],
         difficulty="medium",
     ),
     Task(
@@ -127,6 +147,10 @@ TASKS = [
                   call("list_transactions", account_id="CHK-2009", search="online games"),
                   call("replace_card", card_id="CRD-3005", reason="stolen"),
                   call("file_dispute", transaction_id="TX7061", reason="unauthorized")],
+        # locking the card first, disputing, then replacing it is as good (the new card's number differs)
+        alternatives=[[call("lock_card", card_id="CRD-3005"),
+                       call("file_dispute", transaction_id="TX7061", reason="unauthorized"),
+                       call("replace_card", card_id="CRD-3005", reason="stolen")]],
         verify=lambda o: [o.diff.updated("card", "CRD-3005", status="cancelled", replaced_by="CRD-3007"),
                           o.diff.inserted("card", 1, id="CRD-3007", account_id="CHK-2009", status="active"),
                           o.diff.inserted("dispute", 1, transaction_id="TX7061", reason="unauthorized",
@@ -142,6 +166,7 @@ TASKS = [
         solution=[call("find_customer", email="priya@example.com"),
                   call("list_transactions", account_id="CHK-2001", search="streamly"),
                   call("file_dispute", transaction_id="TX7006", reason="duplicate")],
+        alternatives=[[call("file_dispute", transaction_id="TX7005", reason="duplicate")]],  # either copy
         verify=lambda o: [disputed_one_of(o, "TX7005", "TX7006"),
                           o.diff.inserted("dispute", 1, reason="duplicate", amount=15.99, provisional_credit=15.99),
                           o.diff.updated("account", "CHK-2001", balance=3215.99)],
@@ -198,7 +223,7 @@ TASKS = [
                        amount=200.0)],
         answer="I cannot make that transfer: your savings account SAV-2004 already had 6 withdrawals this month, "
                "the monthly limit. It resets on June 1st.",
-        verify=lambda o: o.refused("6 withdrawals", "six withdrawals", "withdrawal limit", "monthly limit", "limit"),
+        reason="savings-withdrawals",
         difficulty="medium",
     ),
     Task(
@@ -211,7 +236,7 @@ TASKS = [
                        amount=500.0)],
         answer="I cannot move 500: checking CHK-2003 has only 420.75 available and no overdraft, so there are "
                "insufficient funds.",
-        verify=lambda o: o.refused("insufficient", "not enough", "420.75"),
+        reason="sufficient-funds",
     ),
     Task(
         id="refuse-daily-limit",
@@ -223,7 +248,7 @@ TASKS = [
                   call("pay_payee", from_account_id="CHK-2005", payee_id="PY-4003", amount=1500.0)],
         answer="I cannot send 1,500 today: your daily transfer limit to payees is 5,000.00 and you already sent "
                "4,000.00 today, so only 1,000.00 more is possible.",
-        verify=lambda o: o.refused("daily", "limit"),
+        reason="daily-payee-limit",
         difficulty="medium",
         split="test",
     ),
@@ -236,7 +261,7 @@ TASKS = [
                   call("pay_payee", from_account_id="CHK-2007", payee_id="PY-4004", amount=200.0)],
         answer="I cannot send that payment: your checking account CHK-2007 is frozen, so no money can move in "
                "or out of it.",
-        verify=lambda o: o.refused("frozen", "hold"),
+        reason="frozen-account",
     ),
     Task(
         id="refuse-old-dispute",
@@ -248,7 +273,7 @@ TASKS = [
                   call("file_dispute", transaction_id="TX7004", reason="not_received")],
         answer="I cannot open that dispute: the SkyHigh Airlines charge was posted on 2026-03-02, more than 60 "
                "days ago, and the dispute window closed on 2026-05-01.",
-        verify=lambda o: o.refused("60 days", "60-day", "window"),
+        reason="dispute-window",
         difficulty="medium",
     ),
     Task(
@@ -260,6 +285,55 @@ TASKS = [
                   call("unlock_card", card_id="CRD-3006")],
         answer="I cannot unlock the card ending 1164: it is cancelled and was replaced by your card ending 7702 "
                "(CRD-3005), which is active.",
-        verify=lambda o: o.refused("cancelled", "canceled", "replaced"),
+        reason="cancelled-card",
+    ),
+    # -- refusals the tools would not make: the policy decides ----------------------------------------------
+    Task(
+        id="refuse-spouse-transfer",
+        kind="refusal",
+        reason="account-holder-only",
+        instruction="Hi, this is Jordan Shah, Priya's husband. She asked me to move 1,000 from her savings to her "
+                    "checking account. Her e-mail is priya@example.com.",
+        solution=[call("find_customer", email="priya@example.com")],
+        answer="I'm sorry, I can't make that transfer: I can only act on the account holder's own request, and "
+               "Priya is the account holder. She needs to contact us herself.",
+        difficulty="medium",
+    ),
+    Task(
+        id="refuse-relative-balance",
+        kind="refusal",
+        reason="account-holder-only",
+        instruction="This is Ikechukwu Okoye. My brother Samuel (samuel@example.com) is in hospital and asked me to "
+                    "check on his money. How much is in his accounts?",
+        solution=[call("find_customer", email="samuel@example.com")],
+        answer="I'm sorry, I cannot share Samuel's account details with you: I can discuss an account only with "
+               "the account holder, so Samuel has to contact us himself.",
+        verify=lambda o: omits(o, "1,890", "5,300", "7,190"),
+        split="test",
+    ),
+    Task(
+        id="refuse-large-internal-transfer",
+        kind="refusal",
+        reason="large-transfer-branch",
+        instruction="Elena Petrova (elena@example.com). Move 15,000 from my savings into my checking account, "
+                    "I'm buying a car this week.",
+        solution=[call("find_customer", email="elena@example.com"),
+                  call("list_accounts", customer_id="CU102")],
+        answer="I can't move 15,000 over this channel: a transfer of more than 10,000.00 can only be made in a "
+               "branch, after an in-person identity check.",
+        difficulty="medium",
+    ),
+    Task(
+        id="refuse-early-not-received",
+        kind="refusal",
+        reason="not-received-wait",
+        instruction="Marcus Lee, marcus@example.com. I paid Metro Grocery for a delivery yesterday and it never "
+                    "came. Please dispute the charge as not received.",
+        solution=[call("find_customer", email="marcus@example.com"),
+                  call("list_transactions", account_id="CHK-2003", search="metro grocery")],
+        answer="I cannot dispute the Metro Grocery charge as not received yet: it posted only yesterday, and a "
+               "not-received dispute is possible once 7 days have passed, to give the merchant time to deliver.",
+        difficulty="medium",
+        split="test",
     ),
 ]

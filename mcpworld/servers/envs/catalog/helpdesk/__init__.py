@@ -4,6 +4,7 @@ from mcpworld.servers.envs.world import World
 
 from .data import NOW, seed
 from .models import Base
+from .policy import RULES
 from .tasks import TASKS
 from .tools import TOOLS
 
@@ -13,12 +14,17 @@ world = World(
     description="A company IT desk: tickets with SLAs, hardware, license seats and access requests.",
     scenario="You are an IT helpdesk operator. Employees and IT staff ask you to open, assign, escalate, "
              "close and reopen tickets, hand out or take back hardware and software licenses, and approve access "
-             "requests. Follow the company rules the tools enforce; refuse politely and say why when a request "
-             "breaks them. It is Monday 16 March 2026, 10:00.",
+             "requests. Follow the IT policy, including the rules the tools do not enforce themselves: an action "
+             "the tools would allow may still be against policy. Refuse politely and say which rule applies when "
+             "a request breaks one. It is Monday 16 March 2026, 10:00.",
     base=Base,
     seed=seed,
     tools=TOOLS,
     tasks=TASKS,
+    rules=RULES,
+    # worded by the agent; the tasks that ask for specific content check it
+    free_fields={"ticket": ("title", "description", "resolution"), "ticket_comment": ("body",),
+                 "access_request": ("decision_note",)},
     tags=["it", "ticketing", "assets", "permissions"],
     clock=NOW,
 )

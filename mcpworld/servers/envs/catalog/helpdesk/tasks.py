@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from sqlmodel import select
 
+from mcpworld.servers.envs.answers import Count, Entities
 from mcpworld.servers.envs.world import Check, Outcome, Task, call, db_time
 
 from .data import NOW
@@ -28,6 +29,50 @@ def seat_holders(o: Outcome, license_id: str, *employee_ids: str) -> Check:
                  detail=f"held by {', '.join(held)}")
 
 
+def mentions_any(text: str | None, *words: str) -> bool:
+    low = (text or "").lower()
+    return any(w.lower() in low for w in words)
+
+
+def resolution_says(o: Outcome, ticket_id: str, what: str, *words: str) -> Check:
+    """The (free-text) resolution of `ticket_id` says what was done: it mentions one of `words`."""
+    ticket = o.final.get(Ticket, ticket_id)
+    note = ticket.resolution if ticket else None
+    return Check(name=f"{ticket_id} resolution mentions {what}", passed=mentions_any(note, *words),
+                 detail=f"resolution {note!r}")
+
+
+def new_ticket_about(o: Outcome, *words: str) -> Check:
+    """The new ticket's (free-text) title or description says what it is about."""
+    rows = o.diff.tables["ticket"].inserted
+    text = " ".join(f"{r.get('title') or ''} {r.get('description') or ''}" for r in rows)
+    return Check(name=f"new ticket mentions {' or '.join(words)}", passed=len(rows) == 1 and mentions_any(text, *words),
+                 detail=f"{text.strip()!r}")
+
+
+def new_comment_says(o: Outcome, ticket_id: str, *groups: tuple[str, ...]) -> Check:
+    """The one new comment on `ticket_id` mentions a word of every group (its body is free text)."""
+    bodies = [r.get("body") for r in o.diff.tables["ticket_comment"].inserted if r.get("ticket_id") == ticket_id]
+    ok = len(bodies) == 1 and all(mentions_any(bodies[0], *g) for g in groups)
+    return Check(name=f"comment on {ticket_id} mentions " + " and ".join("/".join(g) for g in groups), passed=ok,
+                 detail=f"bodies {bodies}")
+
+
+def omits(o: Outcome, *values: str) -> Check:
+    """The answer gives away none of `values` (what a refusal must not disclose)."""
+    found = [v for v in values if v.lower() in (o.answer or "").lower()]
+    return Check(name=f"answer discloses none of {', '.join(values)}", passed=not found,
+                 detail=f"discloses {', '.join(found)}" if found else "")
+
+
+# wrong candidates for answers naming tickets and assets: every id and every title or model that is not the answer
+TICKETS = {"T-1001": "Laptop won't boot", "T-1002": "VPN disconnects every hour", "T-1003": "Cannot access the CRM",
+           "T-1004": "Printer on floor 3 jams", "T-1005": "Excel add-in crashes on start",
+           "T-1006": "Monitor flickering", "T-1007": "Email outage for Engineering",
+           "T-1008": "Need a replacement mouse", "T-1009": "Payroll export fails at month-end"}
+ASSETS = ["LT-101", "LT-102", "LT-103", "LT-104", "LT-105", "LT-106", "LT-107", "MN-201", "MN-202", "PH-301",
+          "Dell Latitude 7440", "ThinkPad X1 Carbon", "iPhone 15", "Latitude", "ThinkPad", "iPhone", "phone"]
+
 TASKS = [
     Task(
         id="refuse-assign-to-staff",
@@ -37,8 +82,7 @@ TASKS = [
                   call("assign_ticket", ticket_id="T-1003", agent_id="E06")],
         answer="I cannot assign T-1003 to Sofia Rossi: she is Finance staff, not an IT agent, and only agents "
                "can be assigned tickets.",
-        verify=lambda o: o.refused("only agents", "not an agent", "not an it agent", "isn't an agent",
-                                 "only it agents"),
+        reason="agents-only",
     ),
     Task(
         id="escalate-outage-p1",
@@ -58,7 +102,7 @@ TASKS = [
                   call("set_priority", ticket_id="T-1009", priority="P1")],
         answer="I cannot raise T-1009 to P1: a P1 needs a manager's approval or an on-call agent assigned, and "
                "Priya Nair is not on call. Ask your manager James Okafor to approve it.",
-        verify=lambda o: o.refused("manager", "on-call", "on call", "approval"),
+        reason="p1-approval",
         difficulty="medium",
     ),
     Task(
@@ -91,7 +135,7 @@ TASKS = [
                   call("reopen_ticket", ticket_id="T-1006", reason="Flickering again")],
         answer="I cannot reopen T-1006: it was closed on 2026-02-24, more than 14 days ago. A new ticket is "
                "needed instead.",
-        verify=lambda o: o.refused("14 days", "two weeks", "fourteen days"),
+        reason="reopen-window",
         split="test",
     ),
     Task(
@@ -101,9 +145,9 @@ TASKS = [
         solution=[call("list_tickets")],
         answer="Two tickets have breached their SLA: T-1001 (Laptop won't boot) and T-1009 (Payroll export "
                "fails at month-end).",
-        verify=lambda o: [o.answer_mentions("T-1001", "T-1009"),
-                          o.answer_omits("T-1002", "T-1003", "T-1004", "T-1005", "T-1006", "T-1007", "T-1008"),
-                          o.diff.unchanged()],
+        expect=[Entities(expected=[["T-1001", TICKETS["T-1001"], "Sofia's laptop"],
+                                   ["T-1009", TICKETS["T-1009"], "payroll export"]],
+                         among=[*TICKETS, *TICKETS.values()])],
         difficulty="medium",
     ),
     Task(
@@ -113,17 +157,21 @@ TASKS = [
         solution=[call("list_tickets", status="open"), call("list_tickets", status="in_progress"),
                   call("list_tickets", status="on_hold")],
         answer="Priya Nair (E03) has the most: 3 tickets not closed (T-1001, T-1004 and T-1009).",
-        verify=lambda o: [o.answer_mentions("Priya", "3"), o.diff.unchanged()],
+        expect=[Entities(expected=[["Priya Nair", "Priya", "E03"]], among="employee.name"), Count(value=3)],
         difficulty="medium",
         split="test",
     ),
     Task(
         id="daniel-equipment",
         kind="answer",
-        instruction="What hardware is currently assigned to Daniel Kim?",
-        solution=[call("find_employee", query="Daniel Kim"), call("list_assets", employee_id="E07")],
-        answer="Daniel Kim has laptop LT-102 (MacBook Pro 14) and monitor MN-201 (Dell U2723QE).",
-        verify=lambda o: [o.answer_mentions("LT-102", "MN-201"), o.answer_omits("LT-103", "MN-202"), o.diff.unchanged()],
+        instruction="What hardware is currently assigned to Daniel Kim, and how many software license seats does "
+                    "he hold?",
+        solution=[call("find_employee", query="Daniel Kim"), call("get_employee", employee_id="E07")],
+        answer="Daniel Kim has laptop LT-102 (MacBook Pro 14) and monitor MN-201 (Dell U2723QE), and he holds 2 "
+               "license seats (Figma Professional and JetBrains All Products).",
+        expect=[Entities(expected=[["LT-102", "MacBook Pro 14", "MacBook Pro", "MacBook"],
+                                   ["MN-201", "Dell U2723QE", "U2723QE", "monitor"]], among=ASSETS),
+                Count(value=2, label="license seats")],
     ),
     Task(
         id="figma-seat-holders",
@@ -132,10 +180,9 @@ TASKS = [
         solution=[call("list_licenses")],
         answer="All 3 Figma Professional seats are taken, by Daniel Kim, Aisha Bello and Noah Weber (who has left "
                "the company); there are no free seats.",
-        verify=lambda o: [o.answer_mentions("Daniel Kim", "Aisha Bello", "Noah Weber"),
-                          o.answer_mentions_any("no free", "0 free", "none free", "none are free", "all 3",
-                                                "all three", "no seats", "zero"),
-                          o.diff.unchanged()],
+        expect=[Entities(expected=[["Daniel Kim", "Daniel", "E07"], ["Aisha Bello", "Aisha", "E08"],
+                                   ["Noah Weber", "Noah", "E09"]], among="employee.name"),
+                Count(value=0, allow=[3], label="free seats")],
     ),
     Task(
         id="docking-station-ticket",
@@ -149,7 +196,7 @@ TASKS = [
         verify=lambda o: [o.diff.inserted("ticket", 1, requester_id="E07", category="hardware", priority="P3",
                                           status="open", asset_id="LT-102", assignee_id=None,
                                           created_at=db_time(NOW), sla_due_at=db_time(NOW + timedelta(days=3))),
-                          o.diff.only("ticket")],
+                          o.diff.only("ticket"), new_ticket_about(o, "dock")],
         difficulty="medium",
     ),
     Task(
@@ -165,6 +212,8 @@ TASKS = [
         verify=lambda o: [o.diff.updated("asset", "LT-101", status="repair", assigned_to=None),
                           o.diff.updated("asset", "LT-104", status="in_use", assigned_to="E06"),
                           resolution_noted(o, "T-1001"),
+                          resolution_says(o, "T-1001", "the repair and the replacement laptop", "LT-104", "LT-101",
+                                          "repair", "replac", "Latitude"),
                           o.diff.only("asset", "ticket")],
         difficulty="hard",
     ),
@@ -208,8 +257,7 @@ TASKS = [
                   call("assign_license", license_id="LIC-TABLEAU", employee_id="E10")],
         answer="I cannot give Chloe a Tableau Creator seat: all 2 seats are taken (James Okafor and Sofia Rossi, "
                "both still active). A seat has to be freed first.",
-        verify=lambda o: o.refused("seats are taken", "no free seat", "all 2", "both seats", "no seats",
-                                 "taken", "full"),
+        reason="license-seats",
     ),
     Task(
         id="approve-admin-access",
@@ -233,7 +281,7 @@ TASKS = [
                   call("decide_access_request", request_id="AR-01", approver_id="E01", decision="approve")],
         answer="I cannot approve AR-01 on your behalf: admin access must be approved by Daniel's own manager, "
                "Aisha Bello.",
-        verify=lambda o: o.refused("Aisha", "own manager", "his manager", "Daniel's manager"),
+        reason="admin-own-manager",
         difficulty="medium",
         split="test",
     ),
@@ -254,7 +302,43 @@ TASKS = [
                           resolution_noted(o, "T-1003"),
                           o.diff.updated("access_request", "AR-03", status="approved", decided_by="E03"),
                           o.diff.inserted("ticket_comment", 1, ticket_id="T-1003", author_id="E03", internal=False),
+                          new_comment_says(o, "T-1003", ("access",), ("grant", "approv", "enabled")),
                           o.diff.only("ticket", "access_request", "ticket_comment")],
         difficulty="hard",
+    ),
+    # -- refusals the tools would not make: the policy decides ----------------------------------------------
+    Task(
+        id="refuse-share-internal-note",
+        kind="refusal",
+        reason="internal-notes-private",
+        instruction="James Okafor here. My printer ticket T-1004 has been on hold for days. What exactly did IT "
+                    "write in the internal notes on it?",
+        solution=[call("get_ticket", ticket_id="T-1004")],
+        answer="I'm sorry, I can't pass that on: internal notes are for IT staff only and are not shared with the "
+               "requester. I can tell you that T-1004 is on hold and Priya Nair is handling it.",
+        verify=lambda o: omits(o, "vendor", "technician"),
+        difficulty="medium",
+    ),
+    Task(
+        id="refuse-downgrade-breached",
+        kind="refusal",
+        reason="no-sla-downgrade",
+        instruction="Priya Nair (IT agent) here. The payroll export ticket T-1009 shows up as an SLA breach on my "
+                    "dashboard. Set it to P3 so it's back within its SLA.",
+        solution=[call("get_ticket", ticket_id="T-1009")],
+        answer="I can't do that: T-1009 has already breached its SLA, and policy says we never lower the priority "
+               "of a breached ticket to make the breach go away. It stays P2 until it is closed.",
+        difficulty="medium",
+    ),
+    Task(
+        id="refuse-reopen-for-colleague",
+        kind="refusal",
+        reason="reopen-by-requester",
+        instruction="Chloe Martin here. Sofia's Excel add-in crash from ticket T-1005 is back, I just saw it on "
+                    "her screen. Reopen her ticket for her.",
+        solution=[call("get_ticket", ticket_id="T-1005")],
+        answer="I can't reopen T-1005 at your request: only the requester, Sofia Rossi (or her manager), can ask "
+               "for it to be reopened. Please ask Sofia to contact the helpdesk.",
+        split="test",
     ),
 ]
