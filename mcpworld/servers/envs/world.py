@@ -152,35 +152,6 @@ class Outcome:
         """The episode's starting state (opened on first use: most verifiers only need the diff)."""
         return self._initial()
 
-    def answer_mentions(self, *values: Any) -> Check:
-        """The final answer names every value (case-insensitive; numbers compared as written)."""
-        text = (self.answer or "").lower().replace(",", "")
-        missing = [str(v) for v in values if str(v).lower().replace(",", "") not in text]
-        return Check(
-            name=f"answer mentions {', '.join(map(str, values))}",
-            passed=not missing,
-            detail=f"missing: {', '.join(missing)}" if missing else "",
-        )
-
-    def answer_omits(self, *values: str) -> Check:
-        """The final answer names none of `values` (the wrong picks an over-inclusive answer would make)."""
-        text = (self.answer or "").lower()
-        found = [v for v in values if v.lower() in text]
-        return Check(name=f"answer omits {', '.join(values)}", passed=not found,
-                     detail=f"found: {', '.join(found)}" if found else "")
-
-    def refused(self, *reason_words: str) -> list[Check]:
-        """A correct refusal: nothing changed, and the answer says no and why (one of `reason_words`)."""
-        return [self.diff.unchanged(), self.answer_mentions_any(*REFUSAL_WORDS),
-                self.answer_mentions_any(*reason_words)]
-
-    def answer_mentions_any(self, *values: str) -> Check:
-        """The final answer contains at least one of `values` (for refusals worded in several ways)."""
-        text = (self.answer or "").lower()
-        hit = next((v for v in values if v.lower() in text), None)
-        return Check(name=f"answer mentions one of {', '.join(values)}", passed=hit is not None,
-                     detail=f"found {hit!r}" if hit else "none found")
-
 
 Verifier = Callable[[Outcome], "bool | Check | Verdict | Iterable[bool | Check]"]
 
