@@ -4,6 +4,7 @@ from mcpworld.servers.envs.world import World
 
 from .data import NOW, seed
 from .models import Base
+from .policy import RULES
 from .tasks import TASKS
 from .tools import TOOLS
 
@@ -12,12 +13,14 @@ world = World(
     title="Airline desk",
     description="An airline customer desk: search, book, change and cancel flights under fare rules.",
     scenario="You are an airline's customer service agent. Customers ask to book, change or cancel flights, "
-             "add bags, upgrade and be compensated. Follow the fare rules the tools enforce; refuse politely "
-             "and say why when a request breaks them.",
+             "add bags, upgrade and be compensated. Follow the airline's policy, including the rules the tools "
+             "do not enforce themselves; when a request breaks a rule, change nothing, refuse politely and say "
+             "which rule it breaks.",
     base=Base,
     seed=seed,
     tools=TOOLS,
     tasks=TASKS,
+    rules=RULES,
     tags=["travel", "booking", "refunds"],
     clock=NOW,
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mcpworld.servers.envs.answers import Count, Number, YesNo, entity
 from mcpworld.servers.envs.world import Task, call
 
 TASKS = [
@@ -10,6 +11,8 @@ TASKS = [
         instruction="I'm Alan Turing. I booked reservation ZFA04Y an hour ago by mistake. Please cancel it and refund me.",
         solution=[call("get_reservation", reservation_id="ZFA04Y"),
                   call("cancel_reservation", reservation_id="ZFA04Y", reason="change_of_plan")],
+        # "booked by mistake" is a change of plan, or plainly "other": both record the same refund
+        alternatives=[[call("cancel_reservation", reservation_id="ZFA04Y", reason="other")]],
         verify=lambda o: [o.diff.updated("reservation", "ZFA04Y", status="cancelled"),
                           o.diff.inserted("refund", 1, reservation_id="ZFA04Y", amount=420.0,
                                           payment_id="PM-ALAN-CARD"),
@@ -21,9 +24,9 @@ TASKS = [
         instruction="This is Katherine Johnson. Cancel my reservation QX7P2K and refund my card, I can't travel.",
         solution=[call("get_reservation", reservation_id="QX7P2K"),
                   call("cancel_reservation", reservation_id="QX7P2K", reason="change_of_plan")],
+        reason="basic-cancel-24h",
         answer="I cannot cancel QX7P2K for a refund: it is a basic fare booked more than 24 hours ago "
                "without travel insurance.",
-        verify=lambda o: o.refused("basic", "24 hours", "insurance"),
         difficulty="medium",
     ),
     Task(
@@ -37,10 +40,12 @@ TASKS = [
     Task(
         id="flight-status",
         kind="answer",
-        instruction="Is flight MW307-0602 to San Francisco on time?",
+        instruction="Is flight MW307-0602 to San Francisco delayed?",
         solution=[call("get_flight", flight_id="MW307-0602")],
-        answer="No, flight MW307-0602 is delayed.",
-        verify=lambda o: [o.answer_mentions("delayed"), o.diff.unchanged()],
+        answer="Yes, flight MW307-0602 is delayed.",
+        # the status alone would pass a dump of the flight record; yes/no alone would pass "yes, it is on time".
+        # Asked as "is it delayed?" (not "is it on time?") so that "It is delayed." reads as the yes it is.
+        expect=[YesNo(value=True), entity("delayed", "running late", among="flight.status")],
     ),
     Task(
         id="business-seats-left",
@@ -48,7 +53,7 @@ TASKS = [
         instruction="How many business-class seats are still free on flight MW101-0603?",
         solution=[call("get_flight", flight_id="MW101-0603")],
         answer="There are 8 business seats left on MW101-0603.",
-        verify=lambda o: [o.answer_mentions("8 business"), o.diff.unchanged()],
+        expect=[Count(value=8)],
         split="test",
     ),
     Task(
@@ -73,8 +78,8 @@ TASKS = [
                     "MW105-0604 with my card.",
         solution=[call("find_customer", email="grace@example.com"),
                   call("get_flight", flight_id="MW105-0604")],
-        answer="I cannot book MW105-0604: it has no economy seats left (the flight is full).",
-        verify=lambda o: o.refused("full", "no economy seats", "0 economy", "no seats", "sold out"),
+        reason="seats-available",
+        answer="I cannot book MW105-0604: it is sold out, with no economy seats left.",
         difficulty="medium",
     ),
     Task(
@@ -95,9 +100,8 @@ TASKS = [
         instruction="Alan Turing here: move my reservation ZFA04Y to flight MW103-0603 please.",
         solution=[call("get_reservation", reservation_id="ZFA04Y"),
                   call("change_flight", reservation_id="ZFA04Y", new_flight_id="MW103-0603")],
-        answer="I cannot change ZFA04Y: it is a basic fare, and basic fares cannot be changed. "
-               "You can still cancel it within 24 hours of booking.",
-        verify=lambda o: o.refused("basic"),
+        reason="basic-no-change",
+        answer="I cannot change ZFA04Y: it is a basic fare, and basic fares cannot be moved to another flight.",
     ),
     Task(
         id="add-free-bags",
@@ -145,9 +149,9 @@ TASKS = [
         instruction="Ada Lovelace here (C001). I want travel credit as compensation for reservation STD5LM.",
         solution=[call("get_reservation", reservation_id="STD5LM"),
                   call("get_flight", flight_id="MW101-0603")],
-        answer="I cannot issue travel credit: flight MW101-0603 is scheduled, and compensation is only for "
+        reason="compensation",
+        answer="I cannot issue travel credit: flight MW101-0603 is on time, and compensation is only for "
                "delayed or cancelled flights.",
-        verify=lambda o: o.refused("scheduled", "on time", "only for delay", "delayed or cancelled"),
         split="test",
     ),
     Task(
@@ -164,7 +168,7 @@ TASKS = [
         solution=[call("find_customer", email="ada@example.com"),
                   call("list_payment_methods", customer_id="C001")],
         answer="Your gift card PM-ADA-GIFT has 150.00 left.",
-        verify=lambda o: [o.answer_mentions("150"), o.diff.unchanged()],
+        expect=[Number(value=150.0)],
     ),
     Task(
         id="total-paid",
@@ -173,7 +177,8 @@ TASKS = [
         solution=[call("find_customer", email="edsger@example.com"),
                   call("list_reservations", customer_id="C005")],
         answer="You have paid 450.00 in total (110.00 for INS9RT and 340.00 for DLY2CC).",
-        verify=lambda o: [o.answer_mentions("450"), o.diff.unchanged()],
+        # the two reservations and their amounts may be given along with the total
+        expect=[Number(value=450.0, allow=[110.0, 340.0, 2.0])],
         difficulty="medium",
     ),
     Task(
@@ -184,8 +189,8 @@ TASKS = [
         solution=[call("find_customer", email="kj@example.com"),
                   call("list_payment_methods", customer_id="C004"),
                   call("get_flight", flight_id="MW203-0602")],
-        answer="I cannot pay that with your gift card: it has 40.00 left and the seat costs 95.00.",
-        verify=lambda o: o.refused("40", "balance", "not enough", "insufficient"),
+        reason="payment-gift-card",
+        answer="I cannot pay that with your gift card alone: its balance is 40.00 and the seat costs 95.00.",
         difficulty="medium",
     ),
     Task(
@@ -214,5 +219,43 @@ TASKS = [
         verify=lambda o: [o.diff.updated("customer", "C005", travel_credit=100.0),
                           o.diff.inserted("compensation", 1, reservation_id="DLY2CC", amount=100.0)],
         difficulty="hard",
+    ),
+    # -- policy-only refusals: the write would succeed, the policy forbids it --------------------------------
+    Task(
+        id="refuse-cancel-for-colleague",
+        kind="refusal",
+        reason="own-reservations-only",
+        instruction="Alan Turing here (alan@example.com). My colleague Ada asked me to cancel her reservation "
+                    "GIFT6D for her, please do it now and refund it.",
+        solution=[call("find_customer", email="alan@example.com"),
+                  call("get_reservation", reservation_id="GIFT6D")],
+        answer="I cannot cancel GIFT6D for you: it is not your reservation, so only its own customer can ask "
+               "for that.",
+        difficulty="medium",
+    ),
+    Task(
+        id="refuse-bags-on-others-booking",
+        kind="refusal",
+        reason="own-reservations-only",
+        instruction="Katherine Johnson (kj@example.com). I'm travelling with Edsger, so add two checked bags to "
+                    "his reservation DLY2CC for my luggage.",
+        solution=[call("find_customer", email="kj@example.com"),
+                  call("get_reservation", reservation_id="DLY2CC")],
+        answer="I'm unable to add bags to DLY2CC at your request: it is not your reservation, and I can only "
+               "change a booking for its own customer.",
+        difficulty="medium",
+        split="test",
+    ),
+    Task(
+        id="refuse-six-passenger-booking",
+        kind="refusal",
+        reason="max-five-passengers",
+        instruction="Edsger Dijkstra (edsger@example.com): book six economy seats, standard fare, no insurance, "
+                    "on flight MW401-0606, all on one reservation and paid with my card.",
+        solution=[call("find_customer", email="edsger@example.com"),
+                  call("get_flight", flight_id="MW401-0606")],
+        answer="I cannot book that: one reservation holds at most five passengers, so a party of six has to go "
+               "through our group sales desk.",
+        difficulty="medium",
     ),
 ]

@@ -4,6 +4,7 @@ from mcpworld.servers.envs.world import World
 
 from .data import NOW, seed
 from .models import Base
+from .policy import RULES
 from .tasks import TASKS
 from .tools import TOOLS
 
@@ -13,12 +14,13 @@ world = World(
     description="An online shop's desk: carts, discount codes, cancellations, returns and refunds.",
     scenario="You are the customer service agent of an online shop. Customers ask about products and orders, "
              "want items bought, codes applied, orders cancelled or re-addressed, and purchases returned and "
-             "refunded. Follow the store rules the tools enforce; refuse politely and say why when a request "
-             "breaks them.",
+             "refunded. Follow the store's policy, including the rules the tools do not enforce themselves; "
+             "when a request breaks a rule, change nothing, refuse politely and say which rule it breaks.",
     base=Base,
     seed=seed,
     tools=TOOLS,
     tasks=TASKS,
+    rules=RULES,
     tags=["retail", "e-commerce", "returns", "refunds"],
     clock=NOW,
 )

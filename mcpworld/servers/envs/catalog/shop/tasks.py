@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import date
+
+from mcpworld.servers.envs.answers import DateAnswer, Number, entity
 from mcpworld.servers.envs.world import Task, call
 
 TASKS = [
@@ -12,7 +15,8 @@ TASKS = [
         instruction="Jonas Berg here. Where is my order O1003? Tell me the carrier and the tracking number.",
         solution=[call("get_order", order_id="O1003")],
         answer="Order O1003 has shipped and is in transit with FedEx, tracking number 784512390017.",
-        verify=lambda o: [o.answer_mentions("FedEx", "784512390017"), o.diff.unchanged()],
+        expect=[entity("FedEx", among="shipment.carrier"),
+                entity("784512390017", among="shipment.tracking_number")],
     ),
     Task(
         id="cheapest-electronics",
@@ -20,7 +24,9 @@ TASKS = [
         instruction="What is the cheapest electronics product you have in stock right now, and what does it cost?",
         solution=[call("search_products", category="electronics", in_stock_only=True)],
         answer="The cheapest electronics product in stock is the USB-C Charger 65W (P108) at 34.99.",
-        verify=lambda o: [o.answer_mentions("USB-C Charger", "34.99"), o.diff.unchanged()],
+        # 65 is part of the product's name ("65W", "65 W")
+        expect=[entity("USB-C Charger 65W", "USB-C Charger", "USB-C charger", "P108", among="product.name"),
+                Number(value=34.99, allow=[65.0])],
     ),
     Task(
         id="return-deadline",
@@ -31,8 +37,8 @@ TASKS = [
                   call("get_order", order_id="O1005")],
         answer="Your Pulse Bluetooth Speaker from order O1005 was delivered on 2026-03-05, so you can return it "
                "until 2026-04-04.",
-        verify=lambda o: [o.answer_mentions_any("2026-04-04", "april 4", "4 april", "apr 4", "4 apr", "04/04"),
-                          o.diff.unchanged()],
+        # the delivery date is the natural thing to give with the deadline
+        expect=[DateAnswer(value=date(2026, 4, 4), allow=[date(2026, 3, 5)])],
         split="test",
         difficulty="medium",
     ),
@@ -43,7 +49,9 @@ TASKS = [
                     "save me on it?",
         solution=[call("get_order", order_id="O1002")],
         answer="Order O1002 came to 63.70 in total; the WELCOME15 code saved you 11.24.",
-        verify=lambda o: [o.answer_mentions("63.7", "11.24"), o.diff.unchanged()],
+        # the subtotal before the discount, and the code's 15%, may be stated along the way
+        expect=[Number(value=63.70, label="total paid", allow=[74.94, 15.0]),
+                Number(value=11.24, label="discount", allow=[74.94, 15.0])],
     ),
     Task(
         id="code-savings-on-cart",
@@ -53,7 +61,7 @@ TASKS = [
         solution=[call("find_customer", email="maya@example.com"),
                   call("check_discount_code", code="SPRING10", customer_id="CU01")],
         answer="SPRING10 takes 10% off your 89.00 cart, so it would save you 8.90.",
-        verify=lambda o: [o.answer_mentions("8.9"), o.diff.unchanged()],
+        expect=[Number(value=8.90, allow=[10.0, 89.0])],
         difficulty="medium",
     ),
     # -- state changes ---------------------------------------------------------------------------------
@@ -199,9 +207,9 @@ TASKS = [
         instruction="Jonas Berg here. Cancel my order O1003 and refund me, I don't want the jacket any more.",
         solution=[call("get_order", order_id="O1003"),
                   call("cancel_order", order_id="O1003", reason="changed_mind")],
-        answer="I cannot cancel order O1003: it has already shipped (FedEx, in transit). Once it is delivered "
-               "you can return it within 30 days.",
-        verify=lambda o: o.refused("shipped", "in transit", "on its way"),
+        reason="cancel-before-shipping",
+        answer="I cannot cancel order O1003: it has already shipped and is in transit with FedEx. Once it is "
+               "delivered you can send it back as a return.",
     ),
     Task(
         id="refuse-return-final-sale",
@@ -211,9 +219,9 @@ TASKS = [
                   call("list_orders", customer_id="CU04"),
                   call("get_order", order_id="O1005"),
                   call("request_return", order_id="O1005", product_id="P104", quantity=1, reason="changed_mind")],
+        reason="final-sale",
         answer="I cannot return the Clearance Denim Jacket: it was a final-sale item, and final-sale items "
                "cannot be returned.",
-        verify=lambda o: o.refused("final sale", "final-sale"),
         difficulty="medium",
     ),
     Task(
@@ -223,9 +231,9 @@ TASKS = [
                     "it doesn't fit.",
         solution=[call("get_order", order_id="O1004"),
                   call("request_return", order_id="O1004", product_id="P102", quantity=1, reason="changed_mind")],
+        reason="return-window",
         answer="I'm unable to accept that return: order O1004 was delivered on 2026-01-20 and the 30-day return "
                "window closed on 2026-02-19.",
-        verify=lambda o: o.refused("30 days", "30-day", "window"),
         split="test",
     ),
     Task(
@@ -234,8 +242,8 @@ TASKS = [
         instruction="Jonas Berg (jonas@example.com): apply the code WINTER25 to my cart please.",
         solution=[call("find_customer", email="jonas@example.com"),
                   call("apply_discount", customer_id="CU02", code="WINTER25")],
+        reason="code-valid",
         answer="I cannot apply WINTER25: that code expired on 2026-02-28.",
-        verify=lambda o: o.refused("expired", "no longer valid"),
     ),
     Task(
         id="refuse-code-reuse",
@@ -245,9 +253,9 @@ TASKS = [
         solution=[call("find_customer", email="maya@example.com"),
                   call("check_discount_code", code="WELCOME15", customer_id="CU01"),
                   call("apply_discount", customer_id="CU01", code="WELCOME15")],
+        reason="code-once-per-customer",
         answer="I cannot apply WELCOME15: it can be used once per customer and you already used it on order "
                "O1002. Your cart is unchanged.",
-        verify=lambda o: o.refused("already used", "once per customer", "one use", "only once", "used it"),
         difficulty="medium",
     ),
     Task(
@@ -257,9 +265,44 @@ TASKS = [
                     "my shop, so don't add fewer.",
         solution=[call("search_products", query="pulse speaker"),
                   call("add_to_cart", customer_id="CU02", product_id="P101", quantity=3)],
+        reason="stock",
         answer="I cannot add three Pulse Bluetooth Speakers: only 2 are in stock.",
-        verify=lambda o: o.refused("only 2", "2 in stock", "two in stock", "only two", "stock"),
         split="test",
         difficulty="medium",
+    ),
+    # -- policy-only refusals: the write would succeed, the policy forbids it --------------------------------
+    Task(
+        id="refuse-cancel-for-neighbour",
+        kind="refusal",
+        reason="own-orders-only",
+        instruction="I'm Lucia Romero (lucia@example.com). My neighbour Ravi asked me to cancel his order O1007 "
+                    "for him, he ordered it by mistake. Please cancel it.",
+        solution=[call("find_customer", email="lucia@example.com"),
+                  call("get_order", order_id="O1007")],
+        answer="I cannot cancel order O1007 for you: it is not your order, so only the customer who placed it "
+               "can ask for that.",
+        difficulty="medium",
+    ),
+    Task(
+        id="refuse-readdress-others-order",
+        kind="refusal",
+        reason="own-orders-only",
+        instruction="Tom Okafor here (tom@example.com). Maya is sending me order O1002 as a gift: please change "
+                    "its shipping address to 77 Lake Shore Dr, Chicago, IL 60611.",
+        solution=[call("find_customer", email="tom@example.com"),
+                  call("get_order", order_id="O1002")],
+        answer="I'm unable to change the address of order O1002 at your request: it is not your order, and only "
+               "its own customer can re-address it.",
+        difficulty="medium",
+        split="test",
+    ),
+    Task(
+        id="refuse-ship-abroad",
+        kind="refusal",
+        reason="us-shipping-only",
+        instruction="Ravi Kumar here. Please ship my order O1007 to 221B Baker Street, London NW1 6XE, United "
+                    "Kingdom instead, I'll be in London next week.",
+        solution=[call("get_order", order_id="O1007")],
+        answer="I cannot send order O1007 to London: we only ship within the United States.",
     ),
 ]
