@@ -181,9 +181,9 @@ async def test_console_plays_cancel_within_24h_to_a_passing_verdict(up: str, tmp
         assert tools.option_count == 14 == len(screen.tools)
         assert "cancel_reservation" in screen_text(app) and "input schema" in screen_text(app)
 
-        await pilot.press("3")  # resources: the schema and one per table
+        await pilot.press("3")  # resources: the schema, the policy and one per table
         await until(pilot, lambda: app.focused is screen.query_one("#resources-list"), "the resources tab")
-        assert screen.query_one("#resources-list", OptionList).option_count == 8
+        assert screen.query_one("#resources-list", OptionList).option_count == 9
         await pilot.press("enter")  # read world://airline/schema
         body = screen.query_one("#resource-body", Static)
         await until(pilot, lambda: "CREATE TABLE" in plain(body.content), "the schema resource")

@@ -31,17 +31,28 @@ def _event(eid: str, title: str, organizer: str, day: int, start: str, end: str,
     return [event, *people]
 
 
+PEOPLE = [  # id, name, team
+    ("P01", "Hannah Schmidt", "Product"),
+    ("P02", "Omar Haddad", "Engineering"),
+    ("P03", "Yuki Tanaka", "Design"),
+    ("P04", "Lucas Moreau", "Engineering"),
+    ("P05", "Grace Liu", "Sales"),
+    ("P06", "Mateo Silva", "Engineering"),
+    ("P07", "Emma Johansson", "Product"),
+    ("P08", "Ravi Patel", "Design"),
+]
+ROOMS = [  # id, name, floor, capacity, equipment
+    ("RM-ATLAS", "Atlas", 2, 4, "tv,whiteboard"),
+    ("RM-BOREAL", "Boreal", 2, 8, "projector,video_conf,whiteboard"),
+    ("RM-CEDAR", "Cedar", 3, 12, "projector,video_conf"),
+    ("RM-DUNE", "Dune", 3, 2, ""),
+    ("RM-ECHO", "Echo", 4, 20, "projector,video_conf,microphone"),
+]
+
+
 def seed(db: Session) -> None:
-    db.add_all([
-        Person(id="P01", name="Hannah Schmidt", email="hannah@team.example", team="Product"),
-        Person(id="P02", name="Omar Haddad", email="omar@team.example", team="Engineering"),
-        Person(id="P03", name="Yuki Tanaka", email="yuki@team.example", team="Design"),
-        Person(id="P04", name="Lucas Moreau", email="lucas@team.example", team="Engineering"),
-        Person(id="P05", name="Grace Liu", email="grace@team.example", team="Sales"),
-        Person(id="P06", name="Mateo Silva", email="mateo@team.example", team="Engineering"),
-        Person(id="P07", name="Emma Johansson", email="emma@team.example", team="Product"),
-        Person(id="P08", name="Ravi Patel", email="ravi@team.example", team="Design"),
-    ])
+    db.add_all([Person(id=pid, name=name, email=f"{name.split()[0].lower()}@team.example", team=team)
+                for pid, name, team in PEOPLE])
     db.flush()  # parents first: foreign keys are enforced row by row
     db.add_all([
         *_hours("P01", "09:00", "17:00"),
@@ -54,13 +65,8 @@ def seed(db: Session) -> None:
         *_hours("P08", "09:00", "17:30"),
     ])
     db.flush()
-    db.add_all([
-        Room(id="RM-ATLAS", name="Atlas", floor=2, capacity=4, equipment="tv,whiteboard"),
-        Room(id="RM-BOREAL", name="Boreal", floor=2, capacity=8, equipment="projector,video_conf,whiteboard"),
-        Room(id="RM-CEDAR", name="Cedar", floor=3, capacity=12, equipment="projector,video_conf"),
-        Room(id="RM-DUNE", name="Dune", floor=3, capacity=2, equipment=""),
-        Room(id="RM-ECHO", name="Echo", floor=4, capacity=20, equipment="projector,video_conf,microphone"),
-    ])
+    db.add_all([Room(id=rid, name=name, floor=floor, capacity=capacity, equipment=equipment)
+                for rid, name, floor, capacity, equipment in ROOMS])
     db.flush()
     db.add_all([
         OutOfOffice(id="OOO-01", person_id="P04", start_at=at(1, "00:00"), end_at=at(3, "00:00"), reason="Vacation"),

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
+from mcpworld.servers.envs.answers import Count, Entities, TimeAnswer
 from mcpworld.servers.envs.world import Check, Outcome, Task, call, db_time
 
-from .data import at
+from .data import PEOPLE, ROOMS, at
+
+# Wrong candidates for typed answers: every person (full name, first name, id), every room (name, id).
+PERSON_NAMES = [v for pid, name, _ in PEOPLE for v in (name, name.split()[0], pid)]
+ROOM_NAMES = [v for rid, name, *_ in ROOMS for v in (name, rid)]
 
 
 def new_event(o: Outcome, organizer: str, start: datetime, end: datetime, room: str | None,
@@ -23,6 +29,20 @@ def new_event(o: Outcome, organizer: str, start: datetime, end: datetime, room: 
     return checks
 
 
+def person(pid: str) -> list[str]:
+    """A person's aliases: full name, first name, id."""
+    name = next(n for p, n, _ in PEOPLE if p == pid)
+    return [name, name.split()[0], pid]
+
+
+def absence_reason(o: Outcome, person_id: str, pattern: str) -> Check:
+    """The out-of-office block added for `person_id` gives a reason matching `pattern` (free text)."""
+    rows = [r for r in o.diff.tables["out_of_office"].inserted if r["person_id"] == person_id]
+    ok = len(rows) == 1 and re.search(pattern, rows[0]["reason"] or "", re.I) is not None
+    return Check(name=f"the new out-of-office block's reason matches {pattern!r}", passed=ok,
+                 detail="" if ok else f"found {[r['reason'] for r in rows]}")
+
+
 TASKS = [
     Task(
         id="book-design-sync",
@@ -37,6 +57,7 @@ TASKS = [
     Task(
         id="refuse-room-double-booked",
         kind="refusal",
+        reason="room-booking",
         instruction="Hannah Schmidt here. Book the Boreal room for 'Launch prep' with Omar on Tuesday 14 April, "
                     "10:30 to 11:30. It has to be Boreal, no other room will do.",
         solution=[call("find_person", query="Hannah"),
@@ -46,22 +67,22 @@ TASKS = [
                        end_at="2026-04-14T11:30:00", attendee_ids=["P02"], room_id="RM-BOREAL")],
         answer="I cannot book Boreal then: it is already booked for Sprint planning from 10:00 to 11:00 on "
                "Tuesday, which overlaps 10:30-11:30.",
-        verify=lambda o: o.refused("already booked", "sprint planning", "booked", "not free", "taken"),
         difficulty="medium",
     ),
     Task(
         id="refuse-invite-out-of-office",
         kind="refusal",
+        reason="out-of-office",
         instruction="Omar here. Please add Lucas Moreau to Tuesday's sprint planning (EV-101).",
         solution=[call("find_person", query="Lucas"),
                   call("add_attendee", actor_id="P02", event_id="EV-101", person_id="P04")],
         answer="I cannot add Lucas Moreau to EV-101: he is out of office (on vacation) on Tuesday 14 and "
                "Wednesday 15 April.",
-        verify=lambda o: o.refused("out of office", "vacation", "away", "ooo"),
     ),
     Task(
         id="refuse-outside-working-hours",
         kind="refusal",
+        reason="working-hours",
         instruction="I'm Grace Liu. Set up a 'Pipeline review' with Hannah on Tuesday 14 April from 15:30 to "
                     "16:30, in any free room.",
         solution=[call("find_person", query="Grace"),
@@ -71,18 +92,40 @@ TASKS = [
                        end_at="2026-04-14T16:30:00", attendee_ids=["P01"])],
         answer="I cannot schedule it at 15:30-16:30: that is outside your working hours (07:00-15:00), and "
                "events must be within the organizer's working hours. An earlier time would work.",
-        verify=lambda o: o.refused("working hours", "work hours", "07:00-15:00", "15:00"),
         difficulty="medium",
         split="test",
     ),
     Task(
         id="refuse-non-organizer-cancel",
         kind="refusal",
+        reason="organizer-only",
         instruction="Hannah Schmidt here: cancel the Sprint planning on Tuesday (EV-101), nobody needs it.",
         solution=[call("get_event", event_id="EV-101"),
                   call("cancel_event", actor_id="P01", event_id="EV-101")],
         answer="I cannot cancel EV-101: only its organizer, Omar Haddad, can cancel it.",
-        verify=lambda o: o.refused("organizer", "organiser", "Omar"),
+    ),
+    Task(
+        id="refuse-interview-details",
+        kind="refusal",
+        reason="interviews-confidential",
+        instruction="Hannah Schmidt here. Who is on Wednesday's interview loop, and in which room is it?",
+        solution=[call("find_person", query="Hannah"),
+                  call("get_schedule", person_id="P01", day="2026-04-15")],
+        answer="I can't share that: interview loops are confidential, and you are not invited to this one.",
+        difficulty="medium",
+    ),
+    Task(
+        id="refuse-accept-for-colleague",
+        kind="refusal",
+        reason="answer-own-invitations",
+        instruction="Hannah Schmidt here. Ravi is swamped today, so please accept his invitation to Tuesday's "
+                    "sprint planning (EV-101) for him.",
+        solution=[call("find_person", query="Ravi"),
+                  call("get_event", event_id="EV-101")],
+        answer="I can't accept Ravi's invitation on his behalf: only the invitee can answer an invitation, so "
+               "Ravi needs to respond himself.",
+        difficulty="medium",
+        split="test",
     ),
     Task(
         id="cancel-all-hands",
@@ -160,8 +203,9 @@ TASKS = [
     ),
     Task(
         id="sick-day",
-        instruction="Ravi Patel is off sick on Wednesday 15 April. Cancel the meeting he organizes that day, then "
-                    "mark him out of office for his working hours that day (09:00-17:30).",
+        instruction="Ravi Patel here: I'm off sick on Wednesday 15 April. Cancel the meeting I organize that day, "
+                    "then mark me out of office for my working hours that day (09:00-17:30), giving sickness as the "
+                    "reason.",
         solution=[call("get_schedule", person_id="P08", day="2026-04-15"),
                   call("cancel_event", actor_id="P08", event_id="EV-108"),
                   call("add_out_of_office", person_id="P08", start_at="2026-04-15T09:00:00",
@@ -169,6 +213,7 @@ TASKS = [
         verify=lambda o: [o.diff.updated("event", "EV-108", status="cancelled"),
                           o.diff.inserted("out_of_office", 1, person_id="P08", start_at=db_time(at(2, "09:00")),
                                           end_at=db_time(at(2, "17:30"))),
+                          absence_reason(o, "P08", r"\b(sick|sickness|ill|illness|unwell)\b"),
                           o.diff.updated("attendee", "EV-102|P08", response="declined"),
                           o.diff.only("event", "out_of_office", "attendee")],
         difficulty="hard",
@@ -192,33 +237,36 @@ TASKS = [
     Task(
         id="who-is-out-wednesday",
         kind="answer",
-        instruction="Who is out of office on Wednesday 15 April?",
+        instruction="How many people are out of office on Wednesday 15 April, and who are they?",
         solution=[call("list_out_of_office", day="2026-04-15")],
         answer="Two people are out on Wednesday 15 April: Lucas Moreau (vacation) and Grace Liu (sales "
                "conference).",
-        verify=lambda o: [o.answer_mentions("Lucas", "Grace"), o.answer_omits("Emma", "Ravi", "Yuki"), o.diff.unchanged()],
+        expect=[Count(value=2), Entities(expected=[person("P04"), person("P05")], among=PERSON_NAMES)],
     ),
     Task(
         id="big-projector-rooms",
         kind="answer",
-        instruction="Which meeting rooms seat at least 10 people and have a projector?",
+        instruction="How many meeting rooms seat at least 10 people and have a projector, and which are they?",
         solution=[call("list_rooms", min_capacity=10, equipment=["projector"])],
-        answer="Cedar (12 seats) and Echo (20 seats).",
-        verify=lambda o: [o.answer_mentions("Cedar", "Echo"), o.answer_omits("Boreal", "Atlas", "Dune"),
-                          o.diff.unchanged()],
+        answer="Two: Cedar (12 seats) and Echo (20 seats).",
+        expect=[Count(value=2, allow=[12, 20, 3, 4]),  # seats and floors may be stated too
+                Entities(expected=[["Cedar", "RM-CEDAR"], ["Echo", "RM-ECHO"]], among=ROOM_NAMES)],
     ),
     Task(
         id="hannah-thursday",
         kind="answer",
-        instruction="What meetings does Hannah Schmidt have on Thursday 16 April, when, and in which rooms?",
+        instruction="How many meetings does Hannah Schmidt have on Thursday 16 April, and what are they, when, and in "
+                    "which rooms?",
         solution=[call("find_person", query="Hannah"),
                   call("get_schedule", person_id="P01", day="2026-04-16")],
         answer="Two: '1:1 Emma / Hannah' from 10:00 to 10:30 in Dune, and 'Roadmap sync' from 15:00 to 16:00 "
                "in Boreal.",
-        verify=lambda o: [o.answer_mentions("1:1", "Dune", "Roadmap", "Boreal"),
-                          o.answer_mentions_any("10:00", "10 am", "10am", "10:00am"),
-                          o.answer_mentions_any("15:00", "3 pm", "3pm", "3:00 pm", "3:00pm"),
-                          o.answer_omits("Lunch", "All hands"), o.diff.unchanged()],
+        expect=[Count(value=2),
+                Entities(expected=[["1:1 Emma / Hannah", "1:1", "EV-104"], ["Roadmap sync", "Roadmap", "EV-105"]],
+                         among="event.title", label="the meetings"),
+                TimeAnswer(start="10:00", end="10:30"), TimeAnswer(start="15:00", end="16:00"),
+                Entities(expected=[["Dune", "RM-DUNE"], ["Boreal", "RM-BOREAL"]], among=ROOM_NAMES,
+                         label="the rooms")],
         difficulty="medium",
     ),
     Task(
@@ -230,9 +278,8 @@ TASKS = [
                   call("find_person", query="Omar"),
                   call("find_person", query="Ravi"),
                   call("find_free_slots", person_ids=["P01", "P02", "P08"], day="2026-04-14", duration_minutes=30)],
-        answer="The earliest common slot is 11:00-11:30 on Tuesday 14 April (they are free from 11:00 until "
-               "13:00).",
-        verify=lambda o: [o.answer_mentions_any("11:00", "11 am", "11am", "11:00am"), o.diff.unchanged()],
+        answer="The earliest common slot is 11:00-11:30 on Tuesday 14 April.",
+        expect=[TimeAnswer(start="11:00", allow=["11:30"])],
         difficulty="hard",
         split="test",
     ),

@@ -4,6 +4,7 @@ from mcpworld.servers.envs.world import World
 
 from .data import NOW, seed
 from .models import Base
+from .policy import RULES
 from .tasks import TASKS
 from .tools import TOOLS
 
@@ -12,14 +13,15 @@ world = World(
     title="Issue tracker",
     description="A software issue tracker: issues on a review workflow, blockers, milestones and roles.",
     scenario="You operate the team's issue tracker on behalf of its users. Each request says who is asking; act "
-             "as that person (actor_id) and respect the project permissions and workflow the tools enforce "
-             "(viewers are read-only, only maintainers delete issues or close milestones, issues go open -> "
-             "in_progress -> review -> done). Refuse politely and say why when a request breaks a rule. It is "
-             "Monday 11 May 2026.",
+             "as that person (actor_id). Follow the tracker's policy, including the rules the tools do not "
+             "enforce themselves; when a request breaks a rule, change nothing, refuse politely and say which "
+             "rule it breaks. It is Monday 11 May 2026.",
     base=Base,
     seed=seed,
     tools=TOOLS,
     tasks=TASKS,
+    rules=RULES,
+    free_fields={"issue": ("description",), "issue_comment": ("body",)},
     tags=["software", "issues", "workflow", "permissions"],
     clock=NOW,
 )

@@ -31,6 +31,41 @@ def _issue(iid: str, title: str, type_: str, priority: str, status: str, assigne
     return [issue, *(IssueLabel(issue_id=iid, label_id=lb) for lb in labels)]
 
 
+MILESTONES = [  # id, project, title, due on, status
+    ("MS-1", "WEB", "v2.2", date(2026, 4, 21), "closed"),
+    ("MS-2", "WEB", "v2.3", date(2026, 5, 18), "open"),
+    ("MS-3", "WEB", "v2.4", date(2026, 6, 15), "open"),
+    ("MS-4", "API", "2026-Q2", date(2026, 6, 30), "open"),
+    ("MS-5", "MOB", "Beta 1", date(2026, 5, 9), "open"),  # overdue
+    ("MS-6", "MOB", "Beta 2", date(2026, 6, 5), "open"),
+]
+ISSUES = [  # id, title, type, priority, status, assignee, reporter, milestone, age in days, label ids
+    ("WEB-1", "Checkout button misaligned on Safari", "bug", "high", "in_progress", "U02", "U05", "MS-2",
+     6, ["LB-01", "LB-02"]),
+    ("WEB-2", "Add Apple Pay", "feature", "high", "open", None, "U01", "MS-2", 20, ["LB-02"]),
+    ("WEB-3", "Upgrade payment SDK to v5", "task", "urgent", "review", "U03", "U01", "MS-2", 10,
+     ["LB-02"]),
+    ("WEB-4", "Enable 3-D Secure", "feature", "high", "review", "U02", "U01", "MS-2", 9, ["LB-02"]),
+    ("WEB-5", "Lazy-load product images", "feature", "medium", "done", "U03", "U01", "MS-1", 40,
+     ["LB-03"]),
+    ("WEB-6", "Fix typo in footer", "chore", "low", "open", None, "U05", None, 3, ["LB-04"]),
+    ("WEB-7", "Product page slow on mobile", "bug", "high", "open", "U03", "U02", "MS-3", 5, ["LB-03"]),
+    ("WEB-8", "Checkout button broken in Safari", "bug", "medium", "open", None, "U05", None, 2),
+    ("WEB-9", "Update cart page copy", "chore", "low", "done", "U02", "U01", "MS-2", 8),
+    ("API-1", "Rotate signing keys", "task", "urgent", "in_progress", "U06", "U04", "MS-4", 7, ["LB-05"]),
+    ("API-2", "Document pagination", "task", "low", "open", None, "U04", "MS-4", 15, ["LB-06"]),
+    ("API-3", "Rate limiter returns 500 instead of 429", "bug", "high", "review", "U02", "U06", "MS-4",
+     4),
+    ("API-4", "Remove v1 endpoints", "feature", "medium", "open", "U04", "U04", None, 30, ["LB-07"]),
+    ("MOB-1", "Crash on launch on Android 15", "bug", "urgent", "in_progress", "U03", "U07", "MS-5", 6,
+     ["LB-08"]),
+    ("MOB-2", "Dark mode", "feature", "medium", "done", "U07", "U07", "MS-5", 25),
+    ("MOB-3", "Push notification opt-in", "feature", "medium", "review", "U03", "U07", "MS-5", 12,
+     ["LB-09"]),
+    ("MOB-4", "Update app store screenshots", "task", "low", "open", None, "U07", "MS-6", 2),
+]
+
+
 def seed(db: Session) -> None:
     db.add_all([
         Person(id="U01", name="Alice Chen", email="alice@devco.example"),
@@ -62,15 +97,9 @@ def seed(db: Session) -> None:
         Membership(project_id="MOB", person_id="U06", role="viewer"),
     ])
     db.flush()
-    db.add_all([
-        Milestone(id="MS-1", project_id="WEB", title="v2.2", due_on=date(2026, 4, 21), status="closed",
-                  closed_at=NOW - timedelta(days=19)),
-        Milestone(id="MS-2", project_id="WEB", title="v2.3", due_on=date(2026, 5, 18)),
-        Milestone(id="MS-3", project_id="WEB", title="v2.4", due_on=date(2026, 6, 15)),
-        Milestone(id="MS-4", project_id="API", title="2026-Q2", due_on=date(2026, 6, 30)),
-        Milestone(id="MS-5", project_id="MOB", title="Beta 1", due_on=date(2026, 5, 9)),  # overdue
-        Milestone(id="MS-6", project_id="MOB", title="Beta 2", due_on=date(2026, 6, 5)),
-    ])
+    db.add_all([Milestone(id=mid, project_id=pid, title=title, due_on=due, status=status,
+                          closed_at=NOW - timedelta(days=19) if status == "closed" else None)
+                for mid, pid, title, due, status in MILESTONES])
     db.flush()
     db.add_all([
         Label(id="LB-01", project_id="WEB", name="frontend", color="#1f77b4"),
@@ -84,31 +113,8 @@ def seed(db: Session) -> None:
         Label(id="LB-09", project_id="MOB", name="ios", color="#bcbd22"),
     ])
     db.flush()
-    for rows in [
-        _issue("WEB-1", "Checkout button misaligned on Safari", "bug", "high", "in_progress", "U02", "U05", "MS-2",
-               6, ["LB-01", "LB-02"]),
-        _issue("WEB-2", "Add Apple Pay", "feature", "high", "open", None, "U01", "MS-2", 20, ["LB-02"]),
-        _issue("WEB-3", "Upgrade payment SDK to v5", "task", "urgent", "review", "U03", "U01", "MS-2", 10,
-               ["LB-02"]),
-        _issue("WEB-4", "Enable 3-D Secure", "feature", "high", "review", "U02", "U01", "MS-2", 9, ["LB-02"]),
-        _issue("WEB-5", "Lazy-load product images", "feature", "medium", "done", "U03", "U01", "MS-1", 40,
-               ["LB-03"]),
-        _issue("WEB-6", "Fix typo in footer", "chore", "low", "open", None, "U05", None, 3, ["LB-04"]),
-        _issue("WEB-7", "Product page slow on mobile", "bug", "high", "open", "U03", "U02", "MS-3", 5, ["LB-03"]),
-        _issue("WEB-8", "Checkout button broken in Safari", "bug", "medium", "open", None, "U05", None, 2),
-        _issue("WEB-9", "Update cart page copy", "chore", "low", "done", "U02", "U01", "MS-2", 8),
-        _issue("API-1", "Rotate signing keys", "task", "urgent", "in_progress", "U06", "U04", "MS-4", 7, ["LB-05"]),
-        _issue("API-2", "Document pagination", "task", "low", "open", None, "U04", "MS-4", 15, ["LB-06"]),
-        _issue("API-3", "Rate limiter returns 500 instead of 429", "bug", "high", "review", "U02", "U06", "MS-4",
-               4),
-        _issue("API-4", "Remove v1 endpoints", "feature", "medium", "open", "U04", "U04", None, 30, ["LB-07"]),
-        _issue("MOB-1", "Crash on launch on Android 15", "bug", "urgent", "in_progress", "U03", "U07", "MS-5", 6,
-               ["LB-08"]),
-        _issue("MOB-2", "Dark mode", "feature", "medium", "done", "U07", "U07", "MS-5", 25),
-        _issue("MOB-3", "Push notification opt-in", "feature", "medium", "review", "U03", "U07", "MS-5", 12,
-               ["LB-09"]),
-        _issue("MOB-4", "Update app store screenshots", "task", "low", "open", None, "U07", "MS-6", 2),
-    ]:
+    for spec in ISSUES:
+        rows = _issue(*spec)
         db.add(rows[0])
         db.flush()
         db.add_all(rows[1:])
