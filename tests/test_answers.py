@@ -429,3 +429,8 @@ def test_entity_helper_and_validation() -> None:
     assert entity("Lucas", among=("Emma",)).among == ["Emma"]
     with pytest.raises(ValidationError):
         Entities(expected=[[]])
+
+
+def test_negative_number_words() -> None:
+    assert verdict("minus three", Count(-3)) and verdict("It is -3.", Count(-3))
+    assert not verdict("three", Count(-3)) and not verdict("minus three", Count(3))

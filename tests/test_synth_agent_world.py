@@ -17,12 +17,20 @@ from click.testing import CliRunner
 from mcp import Client, StdioServerParameters
 
 from mcpworld.protocol import EpisodeControl
+from mcpworld.servers.envs.audit import audit
 from mcpworld.servers.envs.loader import load_world
 from mcpworld.servers.envs.runtime import WorldRuntime
 from mcpworld.servers.envs.server import WorldServer
-from mcpworld.servers.synth.agent_world import Limits, find_environments, import_environment, read_environment
+from mcpworld.servers.synth.agent_world import (
+    PACKAGE_INIT,
+    Limits,
+    find_environments,
+    import_environment,
+    read_environment,
+)
 from mcpworld.servers.synth.cli import synth_group
 from mcpworld.servers.synth.graph import build_graph, fill_args
+from mcpworld.servers.synth.taskspec import load_tasks
 
 AGENT_WORLD = Path(__file__).resolve().parents[2] / "shared/thirdparty/agent-world"
 SAMPLES = [c.name.split("_")[0] for c in find_environments(AGENT_WORLD)] if AGENT_WORLD.is_dir() else []
@@ -41,13 +49,24 @@ def text(result: types.CallToolResult) -> str:
 
 
 @needs_samples
-def test_every_sample_imports_with_honest_tasks(imported: dict) -> None:
+def test_every_sample_imports_with_typed_tasks_that_pass_the_audit(imported: dict) -> None:
     assert sorted(imported) == sorted(SAMPLES) and len(SAMPLES) >= 6
+    with_tasks = [env_id for env_id, result in imported.items() if result.tasks]
+    assert len(with_tasks) >= len(SAMPLES) - 1, {e: r.problems for e, r in imported.items()}
     for env_id, result in imported.items():
         schemas = read_environment(next(c for c in find_environments(AGENT_WORLD) if c.name.startswith(env_id))).tools
-        assert not result.problems, (env_id, result.problems)
-        assert result.tools == len(schemas) and result.tasks >= 1
+        assert result.tools == len(schemas)
         assert (result.path / "tasks.json").is_file() and (result.path / "environment.json").is_file()
+        # the package's code is constant: nothing from the environment (its name, its ids) is pasted into it
+        assert (result.path / "__init__.py").read_text() == PACKAGE_INIT
+        if not result.tasks:  # an environment whose tools give no checkable question says so, and why
+            assert "no honest task found" in result.problems[0], (env_id, result.problems)
+            continue
+        assert not result.problems, (env_id, result.problems)
+        tasks = load_tasks(result.path / "tasks.json")
+        assert all(t.check and t.check.parts and t.answer and len(t.answer) <= 120 for t in tasks)
+        report = audit(WorldRuntime(load_world(result.path)))
+        assert report.ok, (env_id, [(f.task, f.policy, f.attempt, f.detail) for f in report.failures])
 
 
 @needs_samples
@@ -65,8 +84,12 @@ def test_tools_call_through_mcp_with_isolated_episodes(imported: dict, env_id: s
             assert set(tools) == {t.__mcpworld_tool__.name for t in world.tools}
             ctl = EpisodeControl(client)
             a, b = (await ctl.start(None)).episode, (await ctl.start(None)).episode
-            first = world.tasks[0].solution[0]
-            answered = await ctl.call(a, first.name, first.arguments)
+            if world.tasks:
+                first = world.tasks[0].solution[0]
+                name, arguments = first.name, first.arguments
+            else:  # no honest task was found for it: call a tool the graph probed successfully
+                name, arguments = graph.probes[0].tool, graph.probes[0].args
+            answered = await ctl.call(a, name, arguments)
             assert not answered.is_error and text(answered)
             writer = None
             for node in sorted(graph.nodes.values(), key=lambda n: n.read_only):
@@ -92,7 +115,9 @@ def test_tools_call_through_mcp_with_isolated_episodes(imported: dict, env_id: s
 def runaway_env(root: Path) -> Path:
     folder = root / "environment_mix"
     (folder / "9990000").mkdir(parents=True)
-    (folder / "9990000" / "counters.json").write_text(json.dumps([{"id": "c1", "n": 0, "status": "idle"}]))
+    (folder / "9990000" / "counters.json").write_text(json.dumps([
+        {"id": "c1", "n": 0, "status": "idle"}, {"id": "c2", "n": 5, "status": "busy"},
+        {"id": "c3", "n": 12, "status": "stalled"}]))
     load = ("    import json, os\n    path = os.path.join(os.environ['MCP_DB_DIR'], 'counters.json')\n"
             "    rows = json.load(open(path))\n")
     tools = [
@@ -100,6 +125,8 @@ def runaway_env(root: Path) -> Path:
          "implementation": "def spin_forever(**_extra):\n    while True:\n        pass\n"},
         {"name": "get_status", "description": "The counter.", "parameters": {"type": "object", "properties": {}},
          "implementation": "def get_status(**_extra):\n" + load + "    return rows[0]\n"},
+        {"name": "list_counters", "description": "Every counter.", "parameters": {"type": "object", "properties": {}},
+         "implementation": "def list_counters(**_extra):\n" + load + "    return {'counters': rows}\n"},
         {"name": "bump_counter", "description": "Add one.", "parameters": {
             "type": "object", "properties": {"by": {"type": "integer", "minimum": 1}}, "required": ["by"]},
          "implementation": "def bump_counter(by, **_extra):\n" + load +

@@ -41,6 +41,18 @@ def test_arena_targets_the_weakest_world(tmp_path: Path) -> None:
     assert "# Arena round 1" in report and "| shop |" in report and "bad arguments" in report
 
 
+def test_the_oracle_needs_the_registry_token_for_references(tmp_path: Path) -> None:
+    # Servers reveal references only over the privileged request; an oracle without the token gets none.
+    result = run_arena(Arena(["airline"], lambda w, i: OraclePolicy(token="not-the-token"), tmp_path, tasks_per_world=2,
+                             targeted=1))
+    airline = result["rounds"][0]["worlds"]["airline"]
+    assert airline["episodes"] >= 1 and airline["passed"] == 0
+    lines = (tmp_path / "round-1" / "trajectories-airline.jsonl").read_text().splitlines()
+    assert all("no reference for task" in (json.loads(line)["error"] or "") for line in lines)
+    held_out = load_tasks(tmp_path / "round-1" / "tasks" / "airline.json")
+    assert held_out and all(t.check and t.check.parts for t in held_out)  # typed, audited graph tasks
+
+
 def test_arena_with_a_model_policy_and_the_cli(tmp_path: Path) -> None:
     # A policy behind the replay endpoint that answers at once: every task fails as "gave up" or a wrong answer.
     with serve(ReplayLLM({"": [{"content": "Sorry, I could not do that."}]}), free_port()) as url:

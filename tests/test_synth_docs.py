@@ -36,3 +36,27 @@ def test_offline_graph_example_runs(tmp_path: Path, monkeypatch) -> None:
     result = CliRunner().invoke(synth_group, [*args[:3], "5", *args[4:]])  # fewer tasks, same command
     assert result.exit_code == 0, result.output
     assert load_tasks(tmp_path / "airline-graph.json")
+
+
+def test_typed_answers_and_audit_example_runs(capsys) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)
+    example = next(b for b in blocks if "audit(" in b and "graph_tasks" in b)
+    exec(compile(example, "docs/synthesis.md", "exec"), {"__name__": "docs_example"})
+    out = capsys.readouterr().out
+    assert "no wrong policy passes: True" in out and "reference " in out
+    assert any(kind in out for kind in ("['count']", "['number']", "['entities']"))
+
+
+def test_library_fixture_shown_in_the_docs_is_what_the_tests_replay() -> None:
+    import json
+
+    from mcpworld.servers.synth.taskspec import parse_task_file
+
+    shown = next(b for b in re.findall(r"```json\n(.*?)```", DOC.read_text(), re.S) if '"rules"' in b)
+    spec = parse_task_file(json.loads(shown))
+    fixture = json.loads((DOC.parents[1] / "tests" / "data" / "synth" / "library_world.json").read_text())
+    replayed = parse_task_file(json.loads(re.search(r"```json\n(.*?)```", next(
+        v for k, v in fixture["scripts"].items() if k.startswith("[synth:verifiers]"))[-1]["content"], re.S)[1]))
+    ours = {t.id: t for t in replayed.tasks}
+    assert all(t.model_dump() == ours[t.id].model_dump() for t in spec.tasks)
+    assert {r.id for r in spec.rules} <= {r.id for r in replayed.rules}

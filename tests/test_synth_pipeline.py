@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from mcpworld.llm import ChatClient
 from mcpworld.llm_replay import ReplayLLM, serve
+from mcpworld.servers.envs.audit import audit
 from mcpworld.servers.envs.loader import discover
 from mcpworld.servers.envs.runtime import WorldRuntime
 from mcpworld.servers.envs.validate import validate
@@ -69,21 +70,41 @@ def test_whole_world_from_a_scenario_with_self_correction(isolated_home: Path, r
     retry = [r for r in llm.requests if "[synth:seed]" in r["messages"][1]["content"]][1]
     assert retry["messages"][2]["role"] == "assistant" and 'book_id="B9"' in retry["messages"][2]["content"]
     assert "FOREIGN KEY constraint failed" in retry["messages"][3]["content"]
-    assert result.dropped == ["dune-on-shelf"]
-    assert "a no-op episode passes" in next(s for s in result.stages if s.stage == "verifiers").errors[0]
+    assert result.dropped == ["dune-on-shelf"] and "a no-op episode passes" in result.drop_reasons["dune-on-shelf"]
+    first_try = next(s for s in result.stages if s.stage == "verifiers").errors[0]
+    assert "a no-op episode passes" in first_try
+    # the wrong typed answer of the first try went back to the model, which fixed it
+    assert "task count-loans: verify: the reference solution fails" in first_try
+    assert "expected 3; the answer states 2" in first_try
 
     path = isolated_home / "worlds" / "library"
     assert Path(result.path) == path and {p.name for p in path.iterdir()} >= {
-        "__init__.py", "models.py", "data.py", "tools.py", "tasks.py", "world.json"}
+        "__init__.py", "models.py", "data.py", "tools.py", "tasks.py", "tasks.json", "world.json"}
+    # nothing the model wrote is pasted into code mcpworld writes: __init__.py and tasks.py are constant
+    assert "Lending Library" not in (path / "__init__.py").read_text() + (path / "tasks.py").read_text()
+    spec = json.loads((path / "tasks.json").read_text())
+    assert {r["id"]: r["enforced"] for r in spec["rules"]} == {
+        "loan-limit": True, "on-loan": True, "borrower-returns": False, "member-privacy": False}
+    count = next(t for t in spec["tasks"] if t["id"] == "count-loans")
+    assert count["check"] == {"type": "answer", "parts": [{"type": "count", "value": 2, "allow": [], "label": ""}]}
     assert "library" in {r.name for r in discover()}
-    assert result.tools == 5 and result.tasks == 4
+    assert result.tools == 5 and result.tasks == 5
     assert result.registry.startswith("registered io.mcpworld/library")
     doc = httpx.get(f"{registry}/v0/servers/io.mcpworld%2Flibrary/versions/latest").json()["server"]
     assert doc["_meta"]["io.mcpworld/server"]["kind"] == "world"
 
     # Served from this interpreter, the world is a proxy: validate passes with generated code run in workers.
     world, problems = validate(path)
-    assert not problems and [t.id for t in world.tasks] == ["lend-dune", "return-emma", "count-loans", "refuse-limit"]
+    assert not problems and [t.id for t in world.tasks] == [
+        "lend-dune", "return-emma", "count-loans", "refuse-limit", "refuse-return-for-grace"]
+    assert [r.id for r in world.rules] == ["loan-limit", "on-loan", "borrower-returns", "member-privacy"]
+    assert "Only the member who borrowed a book may return it." in world.policy
+    tasks = {t.id: t for t in world.tasks}
+    assert tasks["refuse-limit"].reason == "loan-limit" and tasks["count-loans"].expect[0].value == 2
+    assert all(t.verify is None for t in world.tasks)  # judged by the runtime: no generated verifier runs
+    # the audit in this interpreter agrees with the one the pipeline ran in its worker
+    report = audit(WorldRuntime(world))
+    assert report.ok, [(f.task, f.policy, f.detail) for f in report.failures]
     generated = [m for m in sys.modules.values() if str(getattr(m, "__file__", "") or "").startswith(str(path))
                  and not str(m.__file__).endswith("__init__.py")]
     assert generated == []

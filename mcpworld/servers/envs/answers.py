@@ -369,7 +369,8 @@ def _numbers(text: str) -> list[float]:
         before = _WORD_RE.findall(text[:m.start()])
         if m[0].lower() == "one" and before and before[-1].lower() in _DETERMINERS:
             continue  # "the one in business class", "no one"
-        hits += [(m.start(), float(v)) for v in _word_numbers(m[0])]
+        sign = -1.0 if before and before[-1].lower() in ("minus", "negative") else 1.0
+        hits += [(m.start(), sign * float(v)) for v in _word_numbers(m[0])]
     return [v for _, v in sorted(hits, key=lambda h: h[0])]
 
 

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from mcpworld.servers.envs.answers import AnswerContext
 
 CHANGES_TABLE = "_mcpworld_changes"
+MAX_REFERENCES = 4096  # cached reference end states, per (task, seed)
 
 
 def _begin(conn: Any) -> None:
@@ -259,6 +260,12 @@ class WorldRuntime:
             except Exception as exc:  # a bug in the tool or a constraint the data broke
                 db.rollback()
                 return CallResult(error=f"{name} failed: {type(exc).__name__}: {_first_line(exc)}")
+            except BaseException as exc:  # SystemExit, KeyboardInterrupt...: tool code must not stop the server
+                if isinstance(exc, GeneratorExit):
+                    raise
+                db.rollback()
+                return CallResult(error=f"{name} failed: {type(exc).__name__} raised by the tool "
+                                        f"({_first_line(exc) or 'no message'}); the call was rolled back")
         return CallResult(value=value)
 
     # -- state and verification ------------------------------------------------------------------------
@@ -308,6 +315,8 @@ class WorldRuntime:
                     states.append(canonical(self.diff(episode), episode.generated, self.world.free_fields))
                 finally:
                     episode.close()
+            if len(self._references) >= MAX_REFERENCES:  # bounded: RL draws a new seed per sample
+                self._references.pop(next(iter(self._references)))
             self._references[key] = states
         return self._references[key]
 
@@ -347,6 +356,31 @@ class WorldRuntime:
                 checks += refusal_checks(answer, rule.cues, others, self.answer_context(episode))
         return checks
 
+    def task_checks(self, episode: Episode, answer: str | None, diff: StateDiff | None = None) -> list[Check]:
+        """The task's own `verify` checks (none without one); a raising verifier fails with its error."""
+        task = episode.task
+        if task is None or task.verify is None:
+            return []
+        diff = diff if diff is not None else self.diff(episode)
+        initial: list[Session] = []
+
+        def open_initial() -> Session:
+            if not initial:
+                conn = self._fork_conn(episode.template.data)
+                initial.append(self._session(_engine_for(conn), random.Random(episode.seed)))
+            return initial[0]
+
+        with _activate(episode.conn), self._session(episode.engine or self.engine, episode.rng) as final:
+            outcome = Outcome(diff=diff, answer=answer, _initial=open_initial, final=final)
+            try:
+                checks = normalize_verdict(task.verify(outcome)).checks
+            except Exception as exc:
+                checks = [Check(name="verifier ran", passed=False, detail=f"{type(exc).__name__}: {_first_line(exc)}")]
+            final.rollback()
+        for s in initial:
+            s.close()
+        return checks
+
     def verify(self, episode: Episode, answer: str | None) -> Verdict:
         """Judge the episode: the reference's final state, the typed answer or refusal, then the task's checks.
 
@@ -359,25 +393,7 @@ class WorldRuntime:
         agent = canonical(diff, episode.generated, self.world.free_fields)
         checks = [reference_check(agent, self.reference_states(task, episode.seed))]
         checks += self._answer_checks(episode, answer)
-        initial: list[Session] = []
-
-        def open_initial() -> Session:
-            if not initial:
-                conn = self._fork_conn(episode.template.data)
-                initial.append(self._session(_engine_for(conn), random.Random(episode.seed)))
-            return initial[0]
-
-        if task.verify is not None:
-            with _activate(episode.conn), self._session(episode.engine or self.engine, episode.rng) as final:
-                outcome = Outcome(diff=diff, answer=answer, _initial=open_initial, final=final)
-                try:
-                    checks += normalize_verdict(task.verify(outcome)).checks
-                except Exception as exc:
-                    checks.append(Check(name="verifier ran", passed=False,
-                                        detail=f"{type(exc).__name__}: {_first_line(exc)}"))
-                final.rollback()
-        for s in initial:
-            s.close()
+        checks += self.task_checks(episode, answer, diff)
         passed = sum(c.passed for c in checks)
         verdict = Verdict(passed=passed == len(checks), score=passed / len(checks), checks=checks)
         verdict.evidence["diff"] = to_jsonable(diff.summary())

@@ -9,7 +9,11 @@ Python implementation that reads and writes those files. Importing one writes a 
   episode's tables, runs the implementation in a worker child (tables written to a private MCP_DB_DIR, clock
   frozen at the world's time, `random` seeded from the episode), and writes the tables it changed back, in
   the call's transaction. Implementations never run in the server's interpreter;
-- tasks are tool-graph tasks generated at import (the environments ship none), saved as tasks.json.
+- tasks are tool-graph tasks generated at import (the environments ship none), with typed answers, kept
+  only when they validate and survive the reward-hacking audit, saved as tasks.json.
+
+Nothing read from the environment is pasted into code: the package's `__init__.py` is constant text, and the
+title, tables, tools and tasks are JSON files it loads.
 """
 
 from __future__ import annotations
@@ -30,13 +34,13 @@ from mcpworld.servers.envs.tools import to_jsonable
 from mcpworld.servers.envs.world import World, now, world_base
 from mcpworld.servers.synth.names import is_read_only_name, snake
 from mcpworld.servers.synth.signatures import proxy_tool
-from mcpworld.servers.synth.taskspec import SynthTask, load_tasks, save_tasks
+from mcpworld.servers.synth.taskspec import Dropped, SynthTask, load_tasks, save_tasks
 from mcpworld.servers.synth.worker import Limits, shared_worker
 
 ENTRY = "mcpworld.servers.synth.jobs:agent_world_call"
 PRELOAD = ("json", "datetime", "re", "random", "uuid", "mcpworld.servers.synth.jobs")
 DEFAULT_LIMITS = Limits(cpu_s=5, wall_s=10, memory_mb=1024, file_mb=32, open_files=64)
-PACKAGE_INIT = '''"""{title}: Agent-World environment {env_id}, imported by `mcpworld synth import-agent-world`.
+PACKAGE_INIT = '''"""An Agent-World environment imported by `mcpworld synth import-agent-world` (see environment.json).
 
 Its tools run the environment's own implementations in limited worker processes, never in this interpreter.
 """
@@ -133,7 +137,7 @@ def write_package(env: Environment, dest: Path, limits: Limits = DEFAULT_LIMITS,
         "tools": env.tools, "limits": limits.__dict__,
     }
     (dest / "environment.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
-    (dest / "__init__.py").write_text(PACKAGE_INIT.format(title=env.name.replace('"', "'"), env_id=env.env_id))
+    (dest / "__init__.py").write_text(PACKAGE_INIT, encoding="utf-8")
     (dest / "README.md").write_text(env.readme or f"# {env.name}\n")
     save_tasks(dest / "tasks.json", [])
     return dest
@@ -278,22 +282,32 @@ class Imported:
     tasks: int
     problems: list[str]
     registration: str = ""
+    dropped: list[Dropped] = field(default_factory=list)
 
 
 async def import_environment(checkpoint: str | Path, out_dir: Path, *, n_tasks: int = 8, seed: int = 0,
                              client: ChatClient | None = None, limits: Limits = DEFAULT_LIMITS,
                              name: str | None = None) -> Imported:
-    """Convert one environment, generate graph tasks for it, save them, and validate the package."""
+    """Convert one environment, generate graph tasks for it, save them, and validate the package.
+
+    Only tasks that validate and that no wrong policy of the audit passes are kept; `Imported.dropped` says
+    which were dropped and why.
+    """
     from mcpworld.servers.envs.validate import validate
     from mcpworld.servers.synth.graph import graph_tasks
 
     env = read_environment(checkpoint)
     name = name or world_name(env)
     package = write_package(env, out_dir / name, limits, name)
-    tasks = await graph_tasks(load_package(package), n_tasks, seed, client=client)
+    dropped: list[Dropped] = []
+    tasks = await graph_tasks(load_package(package), n_tasks, seed, client=client, dropped=dropped)
     for i, task in enumerate(tasks):
         task.split = "test" if i % 4 == 3 else "train"
     save_tasks(package / "tasks.json", tasks)
     world, problems = validate(package)
+    found = [str(p) for p in problems]
+    if not tasks:
+        found.insert(0, f"{name}: no honest task found: {len(dropped)} candidate(s) were dropped by validation or "
+                        "the audit, and no other chain of its tools gave a question with a checkable answer")
     return Imported(name=name, path=package, tools=len(world.tools) if world else 0, tasks=len(tasks),
-                    problems=[str(p) for p in problems])
+                    problems=found, dropped=dropped)

@@ -1,7 +1,8 @@
 """The self-evolving arena: evaluate a policy on fresh tasks, diagnose failures per world, synthesize more.
 
 One round: for every world, held-out tasks (the world's own test split plus fresh graph tasks, or last
-round's targeted tasks) are served over real MCP and played by the policy; each failed trajectory gets one
+round's targeted tasks, typed and audited like every synthesized task) are served over real MCP and played
+by the policy (the oracle fetches references itself, with the registry token); each failed trajectory gets one
 failure class from what it did (tool names against the reference, erroring calls, the verdict's state diff,
 how it ended). The report ranks worlds; the weakest get targeted tasks (tool-graph walks boosted towards
 the tools it failed with, and the diagnosis as guidance when a model writes the questions), which become the
@@ -34,7 +35,7 @@ from mcpworld.servers.envs.server import WorldServer
 from mcpworld.servers.envs.world import REFUSAL_WORDS, World
 from mcpworld.servers.synth import prompts
 from mcpworld.servers.synth.graph import graph_tasks
-from mcpworld.servers.synth.taskspec import SynthTask, save_tasks, with_tasks
+from mcpworld.servers.synth.taskspec import Dropped, SynthTask, save_tasks, with_tasks
 from mcpworld.testing import free_port
 
 FAILURES = ("wrong_tool", "bad_arguments", "state_not_updated", "gave_up", "format_error", "wrong_answer",
@@ -137,9 +138,16 @@ class Arena:
     log: Callable[[str], None] = lambda line: None
 
     async def held_out(self, world: World, round_no: int) -> list[SynthTask]:
+        dropped: list[Dropped] = []
         tasks = await graph_tasks(world, self.tasks_per_world, self.seed + 1000 * round_no, client=self.client,
-                                  split="test")
+                                  split="test", dropped=dropped)
+        self._log_dropped(round_no, world.name, dropped)
         return tasks
+
+    def _log_dropped(self, round_no: int, world: str, dropped: list[Dropped]) -> None:
+        if dropped:
+            self.log(f"round {round_no}: {world}: dropped {len(dropped)} synthesized task(s) that failed "
+                     f"validation or the audit")
 
     async def run(self) -> dict[str, Any]:
         """Every round: evaluate, diagnose, report, and synthesize targeted tasks for the weakest worlds."""
@@ -163,8 +171,11 @@ class Arena:
             for report in weak:
                 guidance = prompts.guidance_text(report.world, report.failures, report.weak_tools)
                 boost = {t: 4.0 for t in report.weak_tools}
+                dropped: list[Dropped] = []
                 new = await graph_tasks(base[report.world], self.targeted, self.seed + 7919 * round_no + 1,
-                                        client=self.client, split="test", boost=boost, guidance=guidance)
+                                        client=self.client, split="test", boost=boost, guidance=guidance,
+                                        dropped=dropped)
+                self._log_dropped(round_no, report.world, dropped)
                 for task in new:
                     task.meta.update({"arena_round": round_no, "targets": report.weak_tools})
                 report.new_tasks = len(new)

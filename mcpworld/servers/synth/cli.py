@@ -97,7 +97,9 @@ def _print_synthesis(console: Any, r: Any) -> None:
         console.print(f"[green]ok[/green]   {r.name}: {r.tools} tools, {r.tasks} tasks -> {r.path}  "
                       f"(attempts: {attempts})")
         if r.dropped:
-            console.print(f"     dropped tasks that failed validation: {', '.join(r.dropped)}")
+            console.print(f"     dropped {len(r.dropped)} task{'s' if len(r.dropped) != 1 else ''}: "
+                          + "; ".join(f"{t} ({r.drop_reasons.get(t, 'failed validation')})" for t in r.dropped),
+                          markup=False, highlight=False)
         console.print(f"     {r.registry}")
     else:
         console.print(f"[red]fail[/red] {r.name}: {'; '.join(r.problems)}  (attempts: {attempts})")
@@ -107,7 +109,7 @@ def _print_synthesis(console: Any, r: Any) -> None:
 @click.argument("world")
 @click.option("-n", "count", default=20, show_default=True, help="How many tool-graph tasks.")
 @click.option("--programmatic", default=0, show_default=True,
-              help="Also this many programmatic tasks (conditions and loops, checked by a verifier script).")
+              help="Also this many programmatic tasks (a condition and a loop over a list; a typed number).")
 @click.option("--seed", default=0, show_default=True)
 @click.option("--split", type=click.Choice(["train", "test"]), default="train", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -119,6 +121,9 @@ def _print_synthesis(console: Any, r: Any) -> None:
 def synth_graph_tasks(world: str, count: int, programmatic: int, seed: int, split: str, output: Path | None,
                       model: str | None, base_url: str | None, model_edges: bool, show_graph: bool) -> None:
     """Tool-graph tasks for a world: chains of connected tools, run for real, replayed, checked honest.
+
+    Every task has a typed answer, and is kept only if it validates and no wrong policy of the reward-hacking
+    audit (`mcpworld world audit`) passes it; the dropped ones are listed on stderr with the reason.
 
     \b
     Examples:
@@ -141,18 +146,39 @@ def synth_graph_tasks(world: str, count: int, programmatic: int, seed: int, spli
     if show_graph:
         click.echo(json.dumps(build_graph(runtime, random.Random(seed)).summary(), indent=1), err=True)
 
+    dropped: list[Any] = []
+
     async def main() -> list[Any]:
-        tasks = await graph_tasks(runtime, count, seed, client=client, split=split, model_edges=model_edges)
+        tasks = await graph_tasks(runtime, count, seed, client=client, split=split, model_edges=model_edges,
+                                  dropped=dropped)
         if programmatic:
-            tasks += await programmatic_tasks(runtime, programmatic, seed, client=client, split=split)
+            tasks += await programmatic_tasks(runtime, programmatic, seed, client=client, split=split,
+                                              dropped=dropped)
         return tasks
 
     tasks = anyio.run(main)
+    _print_dropped(dropped)
     if output is None:
         click.echo(json.dumps([t.model_dump(mode="json") for t in tasks], indent=2, ensure_ascii=False))
     else:
         save_tasks(output, tasks)
         click.echo(f"{len(tasks)} task(s) for {runtime.world.name} -> {output}", err=True)
+
+
+def _print_dropped(dropped: list[Any], prefix: str = "") -> None:
+    """One line per dropped task (the audit's wrong policy that passed it, or the validation problem)."""
+    if not dropped:
+        return
+    def short(d: Any) -> str:
+        why = f"wrong policy {d.policy} passed" if d.policy else _clip(d.reason, 90)
+        return f"{d.task} ({why})"
+
+    click.echo(f"{prefix}dropped {len(dropped)} task{'s' if len(dropped) != 1 else ''}: "
+               + "; ".join(short(d) for d in dropped), err=True)
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 @synth_group.command("import-agent-world")
@@ -170,7 +196,8 @@ def synth_import(path: Path, install: bool, out: Path, n_tasks: int, seed: int, 
                  model: str | None, base_url: str | None, registry: str | None) -> None:
     """Serve Agent-World environments as worlds: JSON tables as state, their tools run in sandboxed workers.
 
-    PATH is a checkpoint file, an `environment_mix` folder, or the folder above it.
+    PATH is a checkpoint file, an `environment_mix` folder, or the folder above it. Each environment gets
+    graph tasks with typed answers, kept only if no wrong policy of the reward-hacking audit passes them.
 
     \b
     Examples:
@@ -192,9 +219,11 @@ def synth_import(path: Path, install: bool, out: Path, n_tasks: int, seed: int, 
         result = anyio.run(lambda c=checkpoint: import_environment(c, target, n_tasks=n_tasks, seed=seed,
                                                                    client=client))
         if result.problems:
+            _print_dropped(result.dropped, f"{result.name}: ")
             bad += 1
             click.echo(f"fail {result.name}: " + "; ".join(result.problems), err=True)
             continue
+        _print_dropped(result.dropped, f"{result.name}: ")
         note = ""
         if install:
             note = "  " + register(load_world(result.path), "agent-world", registry).message

@@ -6,9 +6,12 @@
 2. Draw weighted random walks of 2-4 read-only tools, executing each step on a fork and feeding the real
    value forward; errors, empty and repeated results end the walk.
 3. Write a question that does not leak what the chain finds (templated offline, or by a model with a leak
-   check), a reference answer and a rubric; the verifier checks the answer mentions the final value(s).
+   check), a short reference answer and a rubric. The answer is typed (`Task.expect`): a `Count`/`Number`,
+   a `DateAnswer`, or `Entities` whose wrong candidates are the other rows' values of the field and the
+   database column it comes from.
 4. Replay the chain on a clean fork with another seed and keep the task only if every step agrees, then
-   check every task fails a no-op and passes its reference, as `mcpworld world validate` does.
+   check every task as `mcpworld world validate` does and play the reward-hacking audit on it (`mcpworld
+   world audit`): a task that any wrong policy passes, or whose reference or paraphrases fail, is dropped.
 """
 
 from __future__ import annotations
@@ -20,30 +23,50 @@ from mcpworld.llm import ChatClient
 from mcpworld.servers.envs.runtime import WorldRuntime
 from mcpworld.servers.envs.world import World
 from mcpworld.servers.synth import prompts
-from mcpworld.servers.synth.questions import answer_choice, leaks, model_question, template_question
+from mcpworld.servers.synth.questions import answer_choices, leaks, model_question, template_question, typed_answer
 from mcpworld.servers.synth.results import answer_text, canonical, occurrences
-from mcpworld.servers.synth.taskspec import MentionsCheck, SynthTask, with_tasks
+from mcpworld.servers.synth.taskspec import AnswerCheck, Dropped, SynthTask, audit_problems, report_dropped, with_tasks
 from mcpworld.servers.synth.toolgraph import Link, ToolGraph, build_graph, call_once, fill_args
 from mcpworld.servers.synth.walks import Chain, replays, walk
 
-__all__ = ["add_model_edges", "answer_text", "build_graph", "call_once", "canonical", "fill_args", "graph_tasks",
-           "honest", "leaks", "occurrences"]
+__all__ = ["Dropped", "add_model_edges", "answer_text", "build_graph", "call_once", "canonical", "fill_args",
+           "graph_tasks", "honest", "leaks", "occurrences"]
 
 
-def honest(runtime_world: World, tasks: list[SynthTask]) -> list[SynthTask]:
-    """Keep tasks whose reference passes and whose no-op fails (the checks `world validate` makes)."""
+def honest(runtime_world: World, tasks: list[SynthTask], dropped: list[Dropped] | None = None) -> list[SynthTask]:
+    """The tasks that validate and survive the reward-hacking audit; the others are dropped, saying why.
+
+    A task is dropped when `world validate` finds a problem with it (its reference fails, a no-op passes), or
+    when the audit finds a wrong policy that passes it (a DB dump, a blind crawler, a wrong number...) or a
+    reference or paraphrase that fails. Each drop is logged as a warning and appended to `dropped`.
+    """
     from mcpworld.servers.envs.validate import task_problems
 
+    if not tasks:
+        return []
     runtime = WorldRuntime(with_tasks(runtime_world, tasks, replace=True))
-    return [t for t in tasks if not task_problems(runtime, runtime.tasks[t.id], "")]
+    problems: dict[str, Dropped] = {}
+    for t in tasks:
+        found = task_problems(runtime, runtime.tasks[t.id], "")
+        if found:
+            problems[t.id] = Dropped(t.id, "; ".join(f"{p.field}: {p.message}" for p in found))
+    audited = [t.id for t in tasks if t.id not in problems]
+    problems.update(audit_problems(runtime, audited) if audited else {})
+    lost = [problems[t.id] for t in tasks if t.id in problems]
+    report_dropped(runtime_world.name, lost)
+    if dropped is not None:
+        dropped += lost
+    return [t for t in tasks if t.id not in problems]
 
 
 async def graph_tasks(world: World | WorldRuntime, n: int = 20, seed: int = 0, *, client: ChatClient | None = None,
                       split: str = "train", boost: dict[str, float] | None = None, guidance: str | None = None,
-                      model_edges: bool = False, max_walks: int | None = None,
-                      min_steps: int = 2) -> list[SynthTask]:
+                      model_edges: bool = False, max_walks: int | None = None, min_steps: int = 2,
+                      dropped: list[Dropped] | None = None) -> list[SynthTask]:
     """Up to `n` reproducible, honest answer tasks drawn from tool chains of `world`.
 
+    Candidates are made in batches and screened by `honest` (validation and the audit); walking goes on
+    until `n` are kept or the walks run out. Tasks that were dropped are appended to `dropped`.
     `boost` weights tools (the arena's weak spots); `guidance` goes to the model's question prompt.
     """
     runtime = world if isinstance(world, WorldRuntime) else WorldRuntime(world)
@@ -53,29 +76,37 @@ async def graph_tasks(world: World | WorldRuntime, n: int = 20, seed: int = 0, *
     if client is not None and model_edges:
         await add_model_edges(client, world, graph)
     boost = boost or {}
-    tasks: list[SynthTask] = []
+    kept: list[SynthTask] = []
     seen: set[str] = set()
-    for _ in range(max_walks or n * 12):
-        if len(tasks) >= n:
-            break
-        length = rng.choice([2, 2, 3, 3, 4]) if min_steps > 1 else 1
-        chain = walk(graph, runtime, rng, length, boost)
-        if chain is None or len(chain.steps) < min_steps or chain.signature in seen:
-            continue
-        seen.add(chain.signature)
-        task = await _make_task(runtime, chain, rng, client, split, guidance)
-        if task is not None and task.id not in {t.id for t in tasks}:
-            tasks.append(task)
-    if not tasks and min_steps > 1:  # a world whose tools never connect still gets one-step questions
+    ids: set[str] = set()
+    walks = max_walks or n * 12
+    while len(kept) < n and walks > 0:
+        batch: list[SynthTask] = []
+        while len(kept) + len(batch) < n and walks > 0:
+            walks -= 1
+            length = rng.choice([2, 2, 3, 3, 4]) if min_steps > 1 else 1
+            chain = walk(graph, runtime, rng, length, boost)
+            if chain is None or len(chain.steps) < min_steps or chain.signature in seen:
+                continue
+            seen.add(chain.signature)
+            task = await _make_task(runtime, chain, rng, client, split, guidance)
+            if task is not None and task.id not in ids:
+                ids.add(task.id)
+                batch.append(task)
+        kept += honest(world, batch, dropped)
+    if not kept and min_steps > 1:  # a world whose tools never connect still gets one-step questions
         return await graph_tasks(runtime, n, seed, client=client, split=split, boost=boost, guidance=guidance,
-                                 max_walks=max_walks, min_steps=1)
-    return honest(world, tasks)
+                                 max_walks=max_walks, min_steps=1, dropped=dropped)
+    return kept
 
 
 async def _make_task(runtime: WorldRuntime, chain: Chain, rng: random.Random, client: ChatClient | None,
                      split: str, guidance: str | None) -> SynthTask | None:
-    draft = answer_choice(chain, rng)
-    if draft is None:
+    for draft in answer_choices(chain, rng):
+        parts = typed_answer(runtime, draft)
+        if parts:
+            break
+    else:
         return None
     question, rubric = template_question(draft)
     if leaks(question, draft.secrets):
@@ -96,8 +127,8 @@ async def _make_task(runtime: WorldRuntime, chain: Chain, rng: random.Random, cl
         solution=[{"name": s.tool, "arguments": s.args} for s in chain.steps],  # type: ignore[misc]
         answer=f"The {noun} is {', '.join(draft.answer_values)}.", rubric=rubric, split=split,  # type: ignore[arg-type]
         difficulty="easy" if steps <= 2 else "medium" if steps == 3 else "hard",
-        check=MentionsCheck(values=draft.answer_values, unchanged=chain.unchanged), source="graph",
-        world=runtime.world.name, meta={"tools": [s.tool for s in chain.steps], "question_by": written_by},
+        check=AnswerCheck(parts=parts), source="graph", world=runtime.world.name,
+        meta={"tools": [s.tool for s in chain.steps], "question_by": written_by},
     )
 
 

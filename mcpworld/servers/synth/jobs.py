@@ -94,14 +94,13 @@ def agent_world_call(source: str, name: str, args: dict[str, Any], tables: dict[
     return {"result": result, "changed": changed}
 
 
-def run_verifier(script: str, answer: str | None, data: Any) -> dict[str, Any]:
-    """Run a generated verifier script's `verify(answer, data)`; it returns a bool or {passed, ...}."""
-    namespace: dict[str, Any] = {"__name__": "verifier", "re": re}
-    exec(compile(script, "<verifier>", "exec"), namespace)
-    raw = namespace["verify"](answer, data)
-    if isinstance(raw, dict):
-        return {**{k: v for k, v in raw.items() if k != "passed"}, "passed": bool(raw.get("passed"))}
-    return {"passed": bool(raw)}
+def run_computation(script: str, data: Any) -> dict[str, Any]:
+    """Run a generated computation script's `compute(data)`; it returns {"expected": value} (or the value)."""
+    namespace: dict[str, Any] = {"__name__": "computation", "re": re}
+    exec(compile(script, "<computation>", "exec"), namespace)
+    raw = namespace["compute"](data)
+    value = raw.get("expected") if isinstance(raw, dict) else raw
+    return {"expected": value if isinstance(value, (int, float, str, type(None))) else repr(value)}
 
 
 # -- checks for synthesized world packages -------------------------------------------------------------
@@ -212,11 +211,27 @@ def check_tools(package: str) -> dict[str, Any]:
     return {"tools": described}
 
 
-def validate_package(package: str) -> dict[str, Any]:
-    """`mcpworld world validate` on the assembled package, inside the worker (it imports generated code)."""
+def validate_package(package: str, audit: bool = True) -> dict[str, Any]:
+    """`mcpworld world validate` on the assembled package, inside the worker (it imports generated code).
+
+    With `audit`, the reward-hacking audit (`mcpworld world audit`) is played on every task that validated:
+    `audit` maps each task it finds a hole in to the reason (a wrong policy that passed, or a reference or
+    paraphrase that failed).
+    """
     from mcpworld.servers.envs.validate import validate
 
     world, problems = validate(Path(package))
-    return {"problems": [{"file": Path(p.file).name, "field": p.field, "message": p.message} for p in problems],
-            "name": world.name if world else None, "tools": len(world.tools) if world else 0,
-            "tasks": [t.id for t in world.tasks] if world else []}
+    out: dict[str, Any] = {
+        "problems": [{"file": Path(p.file).name, "field": p.field, "message": p.message} for p in problems],
+        "name": world.name if world else None, "tools": len(world.tools) if world else 0,
+        "tasks": [t.id for t in world.tasks] if world else [], "audit": {}}
+    task_field = re.compile(r"^task (\S+?)(?::|$)")
+    broken = {m.group(1) for p in problems if (m := task_field.match(p.field))}
+    if audit and world is not None and world.tasks and all(task_field.match(p.field) for p in problems):
+        from mcpworld.servers.envs.runtime import WorldRuntime
+        from mcpworld.servers.synth.taskspec import audit_problems
+
+        ids = [t.id for t in world.tasks if t.id not in broken]
+        if ids:
+            out["audit"] = {tid: d.reason for tid, d in audit_problems(WorldRuntime(world), ids).items()}
+    return out

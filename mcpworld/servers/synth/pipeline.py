@@ -1,15 +1,22 @@
 """The AWM pipeline: a world from a scenario, each stage executed and regenerated with its error fed back.
 
-Stages: tasks (a plan) -> schema (models.py) -> seed (data.py) -> tools (tools.py) -> verifiers (tasks.py).
-Every code stage runs in a resource-limited worker (`jobs.check_*`, then `world validate` itself), never in
-this interpreter. A stage that fails is asked again in the same conversation with the error appended, up to
-`max_retries` times; attempts and errors are recorded per stage. When only some tasks stay broken (a no-op
-passes, or the reference fails), those tasks are dropped and the package validated again.
+Stages: tasks (a plan, with the world's rules) -> schema (models.py) -> seed (data.py) -> tools (tools.py) ->
+verifiers (tasks.json: the rules with their cues, and each task's reference solution, typed answer or refusal
+reason). Every code stage runs in a resource-limited worker (`jobs.check_*`, then `world validate` and the
+reward-hacking audit themselves), never in this interpreter. A stage that fails is asked again in the same
+conversation with the error appended, up to `max_retries` times; attempts and errors are recorded per stage.
+When only some tasks stay broken (a no-op passes, the reference fails, a wrong policy of the audit passes),
+those tasks are dropped, with the reason, and the package validated again.
+
+The model writes code only where code is needed (models, seed, tools). Tasks and rules are data: the model's
+JSON is validated here and saved as tasks.json, which the package loads; everything mcpworld writes into the
+package (`__init__.py`, `tasks.py`) is constant text, with nothing the model wrote pasted into it.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import tempfile
 import time
@@ -17,19 +24,45 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from pydantic import ValidationError
+
 from mcpworld.llm import ChatClient, LLMError
 from mcpworld.paths import user_worlds_dir
 from mcpworld.servers.envs.validate import NAME_RE
 from mcpworld.servers.synth import prompts
 from mcpworld.servers.synth.install import Registration, install_package, register_record
-from mcpworld.servers.synth.sandboxed import MANIFEST, PACKAGE_INIT, SOURCES
+from mcpworld.servers.synth.sandboxed import MANIFEST
+from mcpworld.servers.synth.taskspec import parse_task_file
 from mcpworld.servers.synth.worker import JobResult, Limits, Worker, shared_worker
 
 PKG = "synth_world"  # the package's directory inside a worker's scratch directory
 PRELOAD = ("json", "sqlmodel", "mcpworld.servers.envs.validate", "mcpworld.servers.synth.jobs",
            "mcpworld.servers.synth.sandboxed", "mcpworld.agent.policies")
-CHECK_LIMITS = Limits(cpu_s=30, wall_s=60, memory_mb=1536, file_mb=16, open_files=128)
+CHECK_LIMITS = Limits(cpu_s=60, wall_s=120, memory_mb=1536, file_mb=16, open_files=128)  # validate + audit
+log = logging.getLogger("mcpworld.synth")
 TASK_FIELD = re.compile(r"^task (\S+?)(?::|$)")
+CODE = ("models.py", "data.py", "tools.py")  # what the model writes as code; tasks.json is its data
+PACKAGE_INIT = '''"""A world synthesized by `mcpworld synth world` from a scenario (see world.json).
+
+models.py, data.py and tools.py were written by a model, and tasks.json holds its tasks and rules as data.
+This file is not: inside a worker process it imports the generated modules; anywhere else it serves them
+through resource-limited workers. The tasks and rules are read from tasks.json, never executed.
+"""
+
+from pathlib import Path
+
+from mcpworld.servers.synth.taskspec import load_synthesized
+
+world = load_synthesized(Path(__file__).parent, __name__)
+'''
+TASKS_PY = '''"""The tasks of this synthesized world: data in tasks.json (written by mcpworld, not by the model)."""
+
+from pathlib import Path
+
+from mcpworld.servers.synth.taskspec import load_task_file
+
+tasks = [t.to_task() for t in load_task_file(Path(__file__).parent / "tasks.json").tasks]
+'''
 
 
 class StageError(Exception):
@@ -61,6 +94,7 @@ class Synthesis:
     path: str | None = None
     stages: list[StageRecord] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
+    drop_reasons: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     tools: int = 0
     tasks: int = 0
@@ -81,13 +115,21 @@ def slug(scenario: str) -> str:
 
 
 def _files(sources: dict[str, str], meta: dict[str, Any] | None = None) -> dict[str, str]:
-    files = {f"{PKG}/{name}": text for name, text in sources.items()}
+    """The package's files for a worker: the generated code, then (for a whole package) ours and tasks.json."""
+    files = {f"{PKG}/{name}": text for name, text in sources.items() if name in CODE}
     if meta is None:
         files[f"{PKG}/__init__.py"] = ""
     else:
-        files[f"{PKG}/__init__.py"] = PACKAGE_INIT.format(title=meta["title"].replace('"', "'"))
+        files[f"{PKG}/__init__.py"] = PACKAGE_INIT
+        files[f"{PKG}/tasks.py"] = TASKS_PY
+        files[f"{PKG}/tasks.json"] = sources["tasks.json"]
         files[f"{PKG}/{MANIFEST}"] = json.dumps(meta, indent=1)
     return files
+
+
+def _problem_lines(report: dict[str, Any]) -> list[str]:
+    lines = [f"{p['field']}: {p['message']}" for p in report["problems"]]
+    return lines + [f"task {tid}: the reward-hacking audit: {why}" for tid, why in report.get("audit", {}).items()]
 
 
 def _job_error(result: JobResult) -> str:
@@ -187,16 +229,20 @@ class Pipeline:
 
         meta = {"name": name, "title": str(plan.get("title") or name.replace("-", " ").title())[:80],
                 "description": _one_line(str(plan.get("description") or scenario)), "scenario": scenario.strip(),
-                "tags": ["synthesized"], "version": "1.0.0", "dropped": [],
+                "tags": ["synthesized"], "version": "1.0.0", "dropped": [], "drop_reasons": {},
                 "source": "mcpworld synth world (AWM pipeline)"}
 
         def verify_check(text: str) -> dict[str, Any]:
-            code = prompts.extract_block(text)
-            report = self._run("validate_package", _files({**sources, "tasks.py": code}, meta), package=PKG)
-            sources["tasks.py"] = code
-            if report["problems"]:
-                raise StageError("`mcpworld world validate` found:\n" + "\n".join(
-                    f"{p['field']}: {p['message']}" for p in report["problems"]))
+            try:
+                spec = parse_task_file(prompts.parse_json(text))
+            except ValueError as exc:  # not JSON, or not tasks.json (pydantic's ValidationError is a ValueError)
+                detail = _validation_text(exc) if isinstance(exc, ValidationError) else f"not JSON: {exc}"
+                raise StageError(f"tasks.json is not valid: {detail}") from None
+            sources["tasks.json"] = json.dumps(spec.model_dump(mode="json"), indent=1, ensure_ascii=False) + "\n"
+            report = self._run("validate_package", _files(sources, meta), package=PKG)
+            if report["problems"] or report["audit"]:
+                raise StageError("`mcpworld world validate` and `mcpworld world audit` found:\n"
+                                 + "\n".join(_problem_lines(report)))
             return report
 
         try:
@@ -205,7 +251,7 @@ class Pipeline:
             record = exc.record
             report = self._drop_broken_tasks(sources, meta, exc)
         out.stages.append(record)
-        out.dropped = list(meta["dropped"])
+        out.dropped, out.drop_reasons = list(meta["dropped"]), dict(meta["drop_reasons"])
         meta["sandbox"] = self._run("describe", _files(sources, meta), module="sandboxed", path=PKG)
         path = _write(out_dir or Path(tempfile.mkdtemp(prefix="mcpworld-synth-")) / name, sources, meta)
         if install:
@@ -217,19 +263,32 @@ class Pipeline:
 
     def _drop_broken_tasks(self, sources: dict[str, str], meta: dict[str, Any],
                            failure: SynthesisFailed) -> dict[str, Any]:
-        """Keep the tasks that validate: drop those with per-task problems, if nothing else is wrong."""
-        if "tasks.py" not in sources:
+        """Keep the tasks that validate and pass the audit: drop the others, if nothing else is wrong."""
+        if "tasks.json" not in sources:
             raise failure
         report = self._run("validate_package", _files(sources, meta), package=PKG)
-        broken = {m.group(1) for p in report["problems"] if (m := TASK_FIELD.match(p["field"]))}
-        if not broken or any(not TASK_FIELD.match(p["field"]) for p in report["problems"]) or \
-                broken >= set(report["tasks"]):
+        reasons: dict[str, str] = {}
+        for p in report["problems"]:
+            m = TASK_FIELD.match(p["field"])
+            if m is None:
+                raise failure
+            reasons.setdefault(m.group(1), f"{p['field']}: {p['message']}")
+        for tid, why in report["audit"].items():
+            reasons.setdefault(tid, why)
+        if not reasons or set(reasons) >= set(report["tasks"]):
             raise failure
-        meta["dropped"] = sorted(broken)
-        report = self._run("validate_package", _files(sources, meta), package=PKG)
+        meta["dropped"] = sorted(reasons)
+        meta["drop_reasons"] = {tid: reasons[tid] for tid in sorted(reasons)}
+        for tid in meta["dropped"]:
+            log.warning("%s: dropped synthesized task %s: %s", meta["name"], tid, reasons[tid])
+        report = self._run("validate_package", _files(sources, meta), package=PKG, audit=False)
         if report["problems"]:
             raise failure
         return report
+
+
+def _validation_text(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'file'}: {e['msg']}" for e in exc.errors()[:12])
 
 
 def _one_line(text: str) -> str:
@@ -239,9 +298,11 @@ def _one_line(text: str) -> str:
 
 def _write(dest: Path, sources: dict[str, str], meta: dict[str, Any]) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
-    for name in SOURCES:
+    for name in CODE:
         (dest / name).write_text(sources[name], encoding="utf-8")
-    (dest / "__init__.py").write_text(PACKAGE_INIT.format(title=meta["title"].replace('"', "'")), encoding="utf-8")
+    (dest / "tasks.json").write_text(sources["tasks.json"], encoding="utf-8")
+    (dest / "tasks.py").write_text(TASKS_PY, encoding="utf-8")
+    (dest / "__init__.py").write_text(PACKAGE_INIT, encoding="utf-8")
     (dest / MANIFEST).write_text(json.dumps(meta, indent=1, ensure_ascii=False), encoding="utf-8")
     return dest
 

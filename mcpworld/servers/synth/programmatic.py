@@ -1,9 +1,13 @@
-"""Programmatic tasks: conditions and loops over tool results, checked by a generated verifier script.
+"""Programmatic tasks: conditions and loops over tool results, answered with one typed number.
 
 From a real list a read-only tool returned ("the orders of customer CU04"), pick a condition on one field
-and an aggregate over another ("sum total over orders with status delivered"). The verifier is a small
-Python script (templated, or written by a model and then tested) that loops over the captured rows,
-applies the condition and checks the number in the agent's answer. It always runs in a limited worker.
+and an aggregate over another ("sum total over orders with status delivered"). A small Python script
+(templated, or written by a model) loops over the captured rows, applies the condition and COMPUTES the
+expected value, `{"expected": value}`; it runs in a limited worker, and its value must equal the trusted
+computation made here (on the rows and on a variant of them) or it is rejected. The task then carries the
+value as a typed part (`Count` or `Number`): the runtime judges the agent's answer with it, so an answer
+that lists several numbers fails. Judging an episode needs no script and no worker; the script is kept in
+the task's `meta` as provenance.
 """
 
 from __future__ import annotations
@@ -15,21 +19,21 @@ from collections import Counter
 from typing import Any
 
 from mcpworld.llm import ChatClient
-from mcpworld.models import Check
+from mcpworld.servers.envs.answers import AnswerPart, Count, Number
 from mcpworld.servers.envs.runtime import WorldRuntime
 from mcpworld.servers.envs.world import World
 from mcpworld.servers.synth import prompts
 from mcpworld.servers.synth.graph import honest
 from mcpworld.servers.synth.names import NOISE_FIELDS, looks_like_id, singular, snake, tool_noun
-from mcpworld.servers.synth.results import answer_text, canonical, occurrences
-from mcpworld.servers.synth.taskspec import ScriptCheck, SynthTask
+from mcpworld.servers.synth.results import SELECTOR_FIELDS, answer_text, canonical, occurrences
+from mcpworld.servers.synth.taskspec import AnswerCheck, Dropped, SynthTask
 from mcpworld.servers.synth.toolgraph import build_graph, call_once
 from mcpworld.servers.synth.worker import Limits, shared_worker
 
-VERIFIER_LIMITS = Limits(cpu_s=2, wall_s=5, memory_mb=512)
+SCRIPT_LIMITS = Limits(cpu_s=2, wall_s=5, memory_mb=512)
 AGGREGATES = ("sum", "count", "max", "min")
 
-TEMPLATE = '''def verify(answer, data):
+TEMPLATE = '''def compute(data):
     # {description}
     values = []
     for row in data["rows"]:
@@ -37,38 +41,36 @@ TEMPLATE = '''def verify(answer, data):
             values.append(row.get({num!r}))
     numbers = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
     if {agg!r} == "count":
-        expected = len(values)
-    elif not numbers:
-        return {{"passed": False, "expected": None}}
-    elif {agg!r} == "sum":
+        return {{"expected": len(values)}}
+    if not numbers:
+        return {{"expected": None}}
+    if {agg!r} == "sum":
         expected = sum(numbers)
     elif {agg!r} == "max":
         expected = max(numbers)
     else:
         expected = min(numbers)
-    expected = round(expected, 2)
-    stated = [float(x) for x in re.findall(r"-?\\d+(?:\\.\\d+)?", (answer or "").replace(",", ""))]
-    return {{"passed": any(abs(x - expected) <= 0.01 for x in stated), "expected": expected}}
+    return {{"expected": round(expected, 2)}}
 '''
 
 
-def script_check(check: ScriptCheck, answer: str | None) -> Check:
-    """Run a task's verifier script on the agent's answer, in a limited worker."""
-    result = shared_worker(VERIFIER_LIMITS).run("mcpworld.servers.synth.jobs:run_verifier",
-                                                {"script": check.script, "answer": answer, "data": check.data})
-    name = check.description or "verifier script"
+def run_script(script: str, rows: list[dict[str, Any]]) -> tuple[float | None, str | None]:
+    """Run a computation script on `rows` in a limited worker: (its expected value, or None and why)."""
+    result = shared_worker(SCRIPT_LIMITS).run("mcpworld.servers.synth.jobs:run_computation",
+                                              {"script": script, "data": {"rows": rows}})
     if not result.ok:
-        return Check(name=name, passed=False, detail=f"verifier failed: {result.error}")
-    value = result.value or {}
-    return Check(name=name, passed=bool(value.get("passed")),
-                 detail="" if value.get("passed") else f"expected {value.get('expected')}")
+        return None, f"the script failed: {result.error}"
+    value = (result.value or {}).get("expected")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None, f"compute(data) returned expected={value!r}; it must be a number"
+    return float(value), None
 
 
-def _lists(result: Any, tool: str) -> list[tuple[str, list[dict[str, Any]]]]:
-    """Lists of objects (with their container names) inside a result."""
+def _lists(result: Any, tool: str, min_rows: int = 3) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Lists of at least `min_rows` objects (with their container names) inside a result."""
     found: dict[int, tuple[str, list[dict[str, Any]]]] = {}
     for occ in occurrences(result, tool_noun(tool)):
-        if occ.siblings and len(occ.siblings) >= 3 and all(isinstance(s, dict) for s in occ.siblings):
+        if occ.siblings and len(occ.siblings) >= min_rows and all(isinstance(s, dict) for s in occ.siblings):
             found.setdefault(id(occ.siblings), (occ.container, occ.siblings))
     return list(found.values())
 
@@ -86,7 +88,11 @@ def _numeric(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def _categorical(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """(field, value) conditions that match some rows but not all."""
+    """(field, value) conditions that match some rows but not all.
+
+    A field whose values are all different is a name, not a category; in a list of two rows, a short one-word
+    field (a fare, a kind, a flag) still counts.
+    """
     keys = set().union(*(r.keys() for r in rows))
     out = []
     for key in sorted(keys):
@@ -94,7 +100,8 @@ def _categorical(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
         if key in NOISE_FIELDS or looks_like_id(key, None) or not all(isinstance(v, (str, bool)) for v in values):
             continue
         counts = Counter(str(v) for v in values)
-        if 2 <= len(counts) < len(rows):
+        pair = len(rows) == 2 and key not in SELECTOR_FIELDS and all(re.fullmatch(r"[\w-]{1,20}", c) for c in counts)
+        if 2 <= len(counts) < len(rows) or (pair and len(counts) == 2):
             out += [(key, v) for v, n in counts.items() if 1 <= n < len(rows) and len(v) <= 40]
     return out
 
@@ -122,99 +129,124 @@ def _question(tool: str, args: dict[str, Any], noun: str, cat: str, val: str, nu
 
 
 async def _script(client: ChatClient | None, world: World, spec: dict[str, Any], rows: list[dict[str, Any]],
-                  reference: str, expected: float) -> tuple[str, str]:
-    """A verifier script that passes the reference and fails a no-op and a wrong number; model first."""
+                  expected: float) -> tuple[str, str]:
+    """A script that computes `expected` from the rows (and agrees on a variant of them); model first."""
     template = TEMPLATE.format(description=spec["description"], cat=spec["cat"], val=spec["val"],
                                num=spec["num"] or "", agg=spec["agg"])
     if client is not None:
-        messages = prompts.verifier_messages(world, spec, rows[:5])
+        messages = prompts.computation_messages(world, spec, rows[:5])
         for _ in range(2):
             try:
                 reply = (await client.complete(messages)).message.get("content") or ""
             except Exception:
                 break
             script = prompts.extract_block(reply)
-            problem = _script_problem(script, rows, reference, expected)
+            problem = _script_problem(script, rows, spec)
             if problem is None:
                 return script, "model"
             messages = [*messages, {"role": "assistant", "content": reply}, prompts.retry_message(problem)]
-    problem = _script_problem(template, rows, reference, expected)
+    problem = _script_problem(template, rows, spec)
     if problem is not None:
-        raise ValueError(f"templated verifier failed its own checks: {problem}")
+        raise ValueError(f"the templated computation failed its own checks: {problem}")
     return template, "template"
 
 
-def _script_problem(script: str, rows: list[dict[str, Any]], reference: str, expected: float) -> str | None:
-    check = ScriptCheck(script=script, data={"rows": rows})
-    wrong = answer_text(round(expected * 2 + 7, 2))
-    for answer, should in ((reference, True), (None, False), ("", False), (f"The answer is {wrong}.", False)):
-        verdict = script_check(check, answer)
-        if verdict.passed != should:
-            return f"verify({answer!r}) returned passed={verdict.passed}, expected {should}: {verdict.detail}"
+def _variant(rows: list[dict[str, Any]], spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows reversed, plus one more matching row whose number moves every aggregate: a script that
+    hard-codes its answer, or ignores the condition, disagrees with the trusted computation here."""
+    first = next(r for r in rows if str(r.get(spec["cat"])) == spec["val"])
+    extra = dict(first)
+    num = spec["num"]
+    if num and isinstance(first.get(num), (int, float)) and not isinstance(first.get(num), bool):
+        extra[num] = first[num] - 1000 if spec["agg"] == "min" else first[num] + 1000
+    return [*rows[::-1], extra]
+
+
+def _script_problem(script: str, rows: list[dict[str, Any]], spec: dict[str, Any]) -> str | None:
+    """Why a script's computation can't be trusted (None: it agrees with ours on the rows and on a variant)."""
+    for label, data in (("the rows", rows), ("a variant of the rows", _variant(rows, spec))):
+        want = _expected(data, spec["cat"], spec["val"], spec["num"], spec["agg"])
+        got, error = run_script(script, data)
+        if error is not None:
+            return f"on {label}: {error}"
+        if want is None or got is None or abs(got - want) > 0.005:
+            return f"on {label}: compute(data) returned expected={got}, but the {spec['agg']} is {want}"
     return None
+
+
+def typed_expected(agg: str, expected: float) -> AnswerPart:
+    """The typed part an answer is judged by: a whole `Count`, or a `Number` (money and the like)."""
+    return Count(value=int(expected)) if agg == "count" else Number(value=expected)
 
 
 async def programmatic_tasks(world: World | WorldRuntime, n: int = 5, seed: int = 0, *,
                              client: ChatClient | None = None, split: str = "train",
-                             boost: dict[str, float] | None = None) -> list[SynthTask]:
-    """Up to `n` honest tasks that need a loop and a condition over one tool's list result."""
+                             boost: dict[str, float] | None = None,
+                             dropped: list[Dropped] | None = None) -> list[SynthTask]:
+    """Up to `n` honest tasks that need a loop and a condition over one tool's list result.
+
+    Candidates are screened like graph tasks (`honest`: validation and the audit); dropped ones are
+    appended to `dropped`, and more candidates are tried until `n` are kept.
+    """
     runtime = world if isinstance(world, WorldRuntime) else WorldRuntime(world)
     rng = random.Random(seed)
     graph = build_graph(runtime, rng)
-    candidates = []
-    for probe in graph.probes:
-        for container, rows in _lists(probe.result, probe.tool):
-            for cat, val in _categorical(rows):
-                for num in [None, *_numeric(rows)]:
-                    for agg in (("count",) if num is None else AGGREGATES[:1] + AGGREGATES[2:]):
-                        candidates.append((probe, container, rows, cat, val, num, agg))
+    candidates: list[Any] = []
+    for min_rows in (3, 2):  # lists of two rows only where a world's tools never return more
+        for probe in graph.probes:
+            for container, rows in _lists(probe.result, probe.tool, min_rows):
+                for cat, val in _categorical(rows):
+                    for num in [None, *_numeric(rows)]:
+                        for agg in (("count",) if num is None else AGGREGATES[:1] + AGGREGATES[2:]):
+                            candidates.append((probe, container, rows, cat, val, num, agg))
+        if candidates:
+            break
     rng.shuffle(candidates)
     distinct = {id(c[2]): {} for c in candidates}
     for c in candidates:
         distinct[id(c[2])].setdefault(c[3], len({str(r.get(c[3])) for r in c[2]}))
     candidates.sort(key=lambda c: (-(boost or {}).get(c[0].tool, 1.0), distinct[id(c[2])][c[3]] > 4))
-    tasks: list[SynthTask] = []
+    kept: list[SynthTask] = []
     seen: set[str] = set()
-    for probe, container, rows, cat, val, num, agg in candidates:
-        if len(tasks) >= n:
+    pending = iter(candidates)
+    while len(kept) < n:
+        batch: list[SynthTask] = []
+        for probe, container, rows, cat, val, num, agg in pending:
+            expected = _expected(rows, cat, val, num, agg)
+            key = canonical([probe.tool, probe.args, cat, val, num, agg])
+            per_tool = sum(1 for t in [*kept, *batch] if t.solution[0].name == probe.tool)
+            if expected is None or key in seen or per_tool >= max(1, n // 2):
+                continue
+            seen.add(key)
+            noun = singular(snake(container)).replace("_", " ") if container else tool_noun(probe.tool)
+            question = _question(probe.tool, probe.args, noun, cat, val, num, agg)
+            shown = answer_text(expected)
+            if re.search(rf"(?<![\d.]){re.escape(shown)}(?![\d.])", question):
+                continue
+            if call_once(runtime, probe.tool, probe.args, seed=1) != probe.result:  # must replay identically
+                continue
+            keep = sorted({cat, *([num] if num else [])})
+            slim = [{k: r.get(k) for k in keep} for r in rows]
+            description = f"{agg} of {num or 'rows'} over {noun}s with {cat} == {val!r}".replace("\n", " ")
+            spec = {"question": question, "description": description, "cat": cat, "val": val, "num": num,
+                    "agg": agg}
+            script, by = await _script(client, runtime.world, spec, slim, expected)
+            digest = hashlib.sha1(key.encode()).hexdigest()[:10]
+            batch.append(SynthTask(
+                id=f"prog-{digest}", instruction=question, kind="answer",
+                solution=[{"name": probe.tool, "arguments": probe.args}],  # type: ignore[list-item]
+                answer=f"The answer is {shown}.",
+                rubric=[f"calls {probe.tool}", f"keeps only rows with {cat} == {val!r}",
+                        f"computes the {agg}: {shown}"],
+                split=split, difficulty="medium",  # type: ignore[arg-type]
+                check=AnswerCheck(parts=[typed_expected(agg, expected)]), source="programmatic",
+                world=runtime.world.name,
+                meta={"computed_by": by, "expected": expected, "computation": description,
+                      "condition": {k: spec[k] for k in ("cat", "val", "num", "agg")}, "script": script},
+            ))
+            if len(kept) + len(batch) >= n:
+                break
+        if not batch:
             break
-        expected = _expected(rows, cat, val, num, agg)
-        key = canonical([probe.tool, probe.args, cat, val, num, agg])
-        per_tool = sum(1 for t in tasks if t.solution[0].name == probe.tool)
-        if expected is None or key in seen or per_tool >= max(1, n // 2):
-            continue
-        seen.add(key)
-        noun = singular(snake(container)).replace("_", " ") if container else tool_noun(probe.tool)
-        question = _question(probe.tool, probe.args, noun, cat, val, num, agg)
-        shown = answer_text(expected)
-        if re.search(rf"(?<![\d.]){re.escape(shown)}(?![\d.])", question):
-            continue
-        if call_once(runtime, probe.tool, probe.args, seed=1) != probe.result:  # must replay identically
-            continue
-        keep = sorted({cat, *([num] if num else [])})
-        slim = [{k: r.get(k) for k in keep} for r in rows]
-        description = f"{agg} of {num or 'rows'} over {noun}s with {cat} == {val!r}".replace("\n", " ")
-        reference = f"The answer is {shown}."
-        spec = {"question": question, "description": description, "cat": cat, "val": val, "num": num, "agg": agg}
-        script, by = await _script(client, runtime.world, spec, slim, reference, expected)
-        digest = hashlib.sha1(key.encode()).hexdigest()[:10]
-        tasks.append(SynthTask(
-            id=f"prog-{digest}", instruction=question, kind="answer",
-            solution=[{"name": probe.tool, "arguments": probe.args}],  # type: ignore[list-item]
-            answer=reference, rubric=[f"calls {probe.tool}", f"keeps only rows with {cat} == {val!r}",
-                                      f"computes the {agg}: {shown}"],
-            split=split, difficulty="medium",  # type: ignore[arg-type]
-            check=ScriptCheck(script=script, data={"rows": slim}, description=description,
-                              unchanged=_unchanged(runtime, probe.tool, probe.args)),
-            source="programmatic", world=runtime.world.name, meta={"verifier_by": by, "expected": expected},
-        ))
-    return honest(runtime.world, tasks)
-
-
-def _unchanged(runtime: WorldRuntime, tool: str, args: dict[str, Any]) -> bool:
-    episode = runtime.fork()
-    try:
-        runtime.call(episode, tool, args)
-        return runtime.diff(episode).is_empty
-    finally:
-        episode.close()
+        kept += honest(runtime.world, batch, dropped)
+    return kept

@@ -36,13 +36,34 @@ A world is data + tools + tasks:
     from sqlmodel import select
     from mcpworld.servers.envs.world import Session, ToolError, new_id, not_found, now, tool
     from .models import *
-- tasks.py: `tasks = [Task(...)]` with `from mcpworld.servers.envs.world import Task, call`. Each task has id,
-  instruction (what the user says), solution (a list of call("tool", arg=value) that solves it), kind
-  ("state", "answer" or "refusal"), answer (the reference final answer for answer/refusal tasks) and
-  verify=lambda o: [...checks...]. Checks: o.diff.updated(table, key, **values), o.diff.inserted(table, count,
-  **match), o.diff.deleted(table, key), o.diff.unchanged(*tables), o.diff.only(*tables),
-  o.answer_mentions(*values), o.refused(*reason_words). Every task must FAIL when the agent does nothing and
-  PASS with its reference solution.
+- tasks.json (data, not code): the world's policy and its tasks.
+    {"rules": [{"id": "loan-limit", "text": "A member never has more books on loan than their loan limit.",
+                "cues": ["loan limit"], "enforced": true}, ...],
+     "free_fields": {"loan": ["note"]},
+     "tasks": [{"id": "kebab-id", "kind": "state|answer|refusal", "instruction": "what the user says",
+                "solution": [{"name": "tool", "arguments": {"arg": "value"}}, ...],
+                "answer": "short reference answer (answer and refusal tasks)",
+                "expect": [typed parts, answer tasks only], "reason": "rule id (refusal tasks only)"}]}
+  mcpworld judges every task itself; you write no verifier code:
+  * The agent's final database must equal the one the reference `solution` leaves, row by row (the columns in
+    `free_fields`, free text the agent words itself, excepted). So the instruction must determine every value
+    the solution writes, and a task must change something or ask something: one that passes when the agent
+    does nothing is rejected.
+  * An answer task's `expect` lists what the final answer must state: {"type": "count", "value": 2},
+    {"type": "number", "value": 12.5}, {"type": "date", "value": "2026-06-03"}, {"type": "time", "start":
+    "14:00"}, {"type": "yesno", "value": true}, {"type": "entities", "expected": [["Dune", "B1"]], "among":
+    "book.title"} (each inner list holds the aliases of one expected entity; `among` is the wrong candidates: a
+    list, or "table.column" for every value of that column). An answer that also states another number, date or
+    candidate, or negates the answer, fails; so does one longer than 400 characters.
+  * A refusal task's `reason` is the id of the rule the agent must cite: its answer must refuse, mention a cue of
+    THAT rule and no cue of another rule, and its reference solution must change nothing.
+  * `rules` is the policy the agent is given: one rule per business rule the tools enforce ("enforced": true),
+    and at least 2 rules the tools do NOT enforce ("enforced": false: the call would succeed, the policy forbids
+    it; their refusal tasks' solutions only read). Each rule has 1-4 short, distinctive cues; no cue may contain,
+    or be contained in, a cue of another rule. Every refusal task names one of these rules.
+  Each task is also attacked by wrong policies (doing nothing, dumping the database or the tools' output as the
+  answer, refusing with every rule's cues, changing an argument, writing extra rows); one that a wrong policy
+  passes is dropped.
 Answer with exactly one fenced code block and nothing else."""
 
 
@@ -61,22 +82,24 @@ def stage_messages(stage: str, scenario: str, context: dict[str, str]) -> list[d
 
 
 INSTRUCTIONS = {
-    "tasks": "Stage 1 of 5, tasks. Plan a small world for this scenario: a title, a one-line description "
-             "(at most 100 characters), and 3 to 6 tasks a user could ask of an agent here (mix state changes, "
-             "questions and one request the rules must refuse). Reply with one ```json block: "
-             '{"title": ..., "description": ..., "tasks": [{"id": "kebab-id", "kind": "state|answer|refusal", '
-             '"instruction": ...}]}',
+    "tasks": "Stage 1 of 5, plan. Plan a small world for this scenario: a title, a one-line description "
+             "(at most 100 characters), the rules of its policy (those the tools will enforce, and at least 2 that "
+             "only the policy states), and 4 to 6 tasks a user could ask of an agent here (mix state changes, "
+             "questions and requests the rules must refuse). Reply with one ```json block: "
+             '{"title": ..., "description": ..., "rules": [{"id": "kebab-id", "text": ..., "enforced": true}], '
+             '"tasks": [{"id": "kebab-id", "kind": "state|answer|refusal", "instruction": ...}]}',
     "schema": "Stage 2 of 5, schema. Write models.py: the SQLModel tables this world needs to support every "
               "planned task. Reply with one ```python block.",
     "seed": "Stage 3 of 5, seed data. Write data.py with seed(db): enough rows (5-20 per table) for every task to "
             "be possible, and none of the tasks already done. Respect every constraint. Reply with one ```python "
             "block.",
     "tools": "Stage 4 of 5, tools. Write tools.py: the 4-10 tools an agent needs for the planned tasks, with "
-             "business rules enforced by ToolError. Reply with one ```python block.",
-    "verifiers": "Stage 5 of 5, tasks and verifiers. Write tasks.py with `tasks = [Task(...)]` for the planned "
-                 "tasks: a reference solution that uses the tools above with real ids from the seed data, and a "
-                 "verifier over the state diff (and answer) that fails when nothing was done. Reply with one "
-                 "```python block.",
+             "the enforced rules of the plan enforced by ToolError (and the policy-only rules NOT enforced). "
+             "Reply with one ```python block.",
+    "verifiers": "Stage 5 of 5, tasks and their checks. Write tasks.json for the planned tasks: the rules with "
+                 "their cues, and for each task a reference solution that uses the tools above with real ids "
+                 "from the seed data, its short reference answer, and its typed `expect` (answer tasks) or "
+                 "`reason` (refusal tasks). Reply with one ```json block.",
 }
 
 
@@ -152,17 +175,17 @@ def edge_messages(world: World, graph: ToolGraph) -> list[dict[str, Any]]:
 
 # -- programmatic tasks --------------------------------------------------------------------------------
 
-def verifier_messages(world: World, spec: dict[str, Any], rows_sample: list[Any]) -> list[dict[str, Any]]:
+def computation_messages(world: World, spec: dict[str, Any], rows_sample: list[Any]) -> list[dict[str, Any]]:
     user = "\n".join([
-        f"[synth:verifier] {world.name}: {spec['question']}", "",
+        f"[synth:computation] {world.name}: {spec['question']}", "",
         "Rows (sample): " + _clip(rows_sample, 1500),
         "Computation: " + json.dumps({k: v for k, v in spec.items() if k != 'question'}, default=str), "",
-        "Write a Python function `verify(answer, data)` where data = {\"rows\": [...]} holds every row. It must "
-        "loop over the rows, apply the condition, compute the expected number, and return {\"passed\": bool, "
-        "\"expected\": number} where passed is True only when the answer text states that number (tolerance 0.01). "
-        "`re` is available. Reply with one ```python block.",
+        "Write a Python function `compute(data)` where data = {\"rows\": [...]} holds every row. It must loop "
+        "over the rows, apply the condition, and return {\"expected\": number}: the value the question asks for "
+        "(a count as an integer, other numbers rounded to 2 decimals). It is run on these rows and on others, and "
+        "must agree with an independent computation on all of them. Reply with one ```python block.",
     ])
-    return [{"role": "system", "content": "You write exact, small Python verifiers."},
+    return [{"role": "system", "content": "You write exact, small Python computations."},
             {"role": "user", "content": user}]
 
 

@@ -15,6 +15,7 @@ model), but its `__init__.py` is ours and calls `load_package`:
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import json
 import random
@@ -22,11 +23,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter
 from sqlalchemy import create_engine
 from sqlmodel import Session
 
 from mcpworld.models import ToolCall, Verdict
-from mcpworld.servers.envs.world import Outcome, Task, ToolError, World, world_base
+from mcpworld.servers.envs.answers import AnswerPart
+from mcpworld.servers.envs.world import Outcome, Rule, Task, ToolError, World, world_base
 from mcpworld.servers.synth.signatures import proxy_tool
 from mcpworld.servers.synth.worker import Limits, Worker, in_worker, shared_worker
 
@@ -184,13 +187,22 @@ def _proxied(path: Path, meta: dict[str, Any]) -> World:
     tools = [proxy_tool(t["name"], t["description"], t["input_schema"], make_call(t["name"]), writes=t["writes"],
                         destructive=t["destructive"], idempotent=t["idempotent"], title=t.get("title"))
              for t in desc["tools"]]
-    tasks = [Task(id=t["id"], instruction=t["instruction"], verify=make_verify(t["id"]),
+    parts = TypeAdapter(list[AnswerPart])
+    tasks = [Task(id=t["id"], instruction=t["instruction"],
+                  verify=make_verify(t["id"]) if t.get("has_verify", True) else None,
                   solution=[ToolCall.model_validate(c) for c in t["solution"]], answer=t["answer"], kind=t["kind"],
                   setup=make_setup(t["id"]) if t["has_setup"] else None, rubric=t["rubric"], split=t["split"],
-                  difficulty=t["difficulty"]) for t in desc["tasks"]]
+                  difficulty=t["difficulty"], expect=parts.validate_python(t.get("expect", [])),
+                  reason=t.get("reason"),
+                  alternatives=[[ToolCall.model_validate(c) for c in alt] for alt in t.get("alternatives", [])])
+             for t in desc["tasks"]]
     return World(name=meta["name"], title=meta["title"], description=meta["description"], scenario=meta["scenario"],
                  base=base, seed=seed, tools=tools, tasks=tasks, version=meta.get("version", "1.0.0"),
-                 tags=meta.get("tags", []), clock=datetime.fromisoformat(desc["clock"]), source=meta.get("source", ""))
+                 tags=meta.get("tags", []), clock=datetime.fromisoformat(desc["clock"]), source=meta.get("source", ""),
+                 rules=[Rule(r["id"], r["text"], tuple(r["cues"]), r.get("enforced", True))
+                        for r in desc.get("rules", [])],
+                 free_fields={k: tuple(v) for k, v in desc.get("free_fields", {}).items()},
+                 max_answer_chars=desc.get("max_answer_chars", 400))
 
 
 # -- worker side: these run inside the package's worker ------------------------------------------------
@@ -262,9 +274,12 @@ def setup(path: str, task: str, db: str) -> dict[str, Any]:
 
 
 def verify(path: str, task: str, initial: str, final: str, answer: str | None) -> dict[str, Any]:
+    """The task's own checks, run on the package's code; the reference and typed answers are judged outside."""
+    from mcpworld.servers.envs.runtime import normalize_verdict
+
     runtime = _runtime(path)
     episode = _episode(runtime, base64.b64decode(final), 0, runtime.tasks[task], base64.b64decode(initial))
-    return runtime.verify(episode, answer).model_dump(mode="json")
+    return normalize_verdict(runtime.task_checks(episode, answer)).model_dump(mode="json")
 
 
 def describe(path: str) -> dict[str, Any]:
@@ -280,6 +295,11 @@ def describe(path: str) -> dict[str, Any]:
              for s in runtime.tools.values()]
     tasks = [{"id": t.id, "instruction": t.instruction, "solution": [c.model_dump() for c in t.solution],
               "answer": t.answer, "kind": t.kind, "rubric": t.rubric, "split": t.split, "difficulty": t.difficulty,
-              "has_setup": t.setup is not None} for t in runtime.tasks.values()]
-    return {"ddl": ddl, "rows": rows, "tools": tools, "tasks": tasks, "clock": runtime.world.clock.isoformat(),
-            "hash": source_hash(Path(path))}
+              "has_setup": t.setup is not None, "has_verify": t.verify is not None,
+              "expect": [p.model_dump(mode="json") for p in t.expect], "reason": t.reason,
+              "alternatives": [[c.model_dump() for c in alt] for alt in t.alternatives]}
+             for t in runtime.tasks.values()]
+    world = runtime.world
+    return {"ddl": ddl, "rows": rows, "tools": tools, "tasks": tasks, "clock": world.clock.isoformat(),
+            "rules": [dataclasses.asdict(r) for r in world.rules], "free_fields": world.free_fields,
+            "max_answer_chars": world.max_answer_chars, "hash": source_hash(Path(path))}

@@ -37,7 +37,6 @@ class Step:
 @dataclass
 class Chain:
     steps: list[Step]
-    unchanged: bool
 
     @property
     def signature(self) -> str:
@@ -78,10 +77,9 @@ def walk(graph: ToolGraph, runtime: WorldRuntime, rng: random.Random, length: in
                 break
             steps.append(step)
             seen.add(canonical(step.result))
-        unchanged = runtime.diff(episode).is_empty
     finally:
         episode.close()
-    return Chain(steps, unchanged)
+    return Chain(steps)
 
 
 def _next_step(graph: ToolGraph, runtime: WorldRuntime, episode: Any, rng: random.Random, steps: list[Step],
