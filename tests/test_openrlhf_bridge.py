@@ -70,8 +70,10 @@ def calls(*steps) -> str:
     return "\n".join(CALL([s], None)["content"] for s in steps)
 
 
-def test_bridge_rewards_ranges_and_errors(worlds_url: str) -> None:
+def test_bridge_rewards_ranges_and_errors(worlds_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from mcpworld.models import ToolCall
+
+    monkeypatch.setenv("MCPWORLD_INFRA_BACKOFF_S", "0")  # the dead server is retried: do not wait between tries
 
     server = f"{worlds_url}/worlds/airline/mcp"
     get = ToolCall(name="get_reservation", arguments={"reservation_id": "ZFA04Y"})
@@ -110,6 +112,12 @@ def test_bridge_rewards_ranges_and_errors(worlds_url: str) -> None:
     assert r["bad"]["reward"] == -1.0 and r["bad"]["extra_logs"]["format_error"].item() == 1.0
     for key in ("dead", "nolabel"):
         assert r[key]["reward"] == 0.0 and r[key]["extra_logs"]["env_error"].item() == 1.0
+    # An unreachable world is an infrastructure error: retried (1 + 3 tries), flagged, never a penalty; a bad
+    # label is a data error: not retried.
+    assert r["dead"]["extra_logs"]["infra_error"].item() == 1.0 and r["dead"]["extra_logs"]["attempts"].item() == 4
+    assert r["nolabel"]["extra_logs"]["infra_error"].item() == 0.0
+    assert r["nolabel"]["extra_logs"]["attempts"].item() == 1
+    assert r["good"]["extra_logs"]["infra_error"].item() == 0.0
     assert all(set(x["extra_logs"]) == set(LOG_KEYS) for x in r.values())
     assert shared.max_tokens is None, "the group's shared sampling_params must not be mutated"
 

@@ -1,4 +1,8 @@
-"""`mcpworld run`: play tasks of a registered server with a policy, write trajectories, print a summary."""
+"""`mcpworld run`: play tasks of a registered server with a policy, write trajectories, print a summary.
+
+Exit status: 0 when every episode was played; LOST_EXIT (3) when some were lost to infrastructure errors (they
+are written as infra_error with no reward, and `--resume` plays exactly those again).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,8 @@ import click
 
 from mcpworld.agent.formats import FORMATS, get_format
 from mcpworld.agent.loop import EpisodeConfig
+
+LOST_EXIT = 3  # episodes were lost to infrastructure errors: rerun with --resume
 
 
 @click.command("run")
@@ -33,13 +39,22 @@ from mcpworld.agent.loop import EpisodeConfig
 @click.option("--seed", default=0, show_default=True)
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("trajectories.jsonl"),
               show_default=True)
-@click.option("--resume", is_flag=True, help="Skip (task, sample) pairs already in --output.")
+@click.option("--resume", is_flag=True,
+              help="Skip (task, sample) pairs already in --output; pairs lost to infrastructure errors are replayed.")
+@click.option("--retries", default=3, show_default=True,
+              help="Tries after the first for an episode lost to an infrastructure error (server gone, connection "
+                   "broken, request timed out), each on a fresh connection and episode.")
+@click.option("--retry-backoff", default=1.0, show_default=True,
+              help="Seconds before the first retry; doubles each retry (at most 30).")
 @click.option("--registry", default=None, help="Registry base URL (default: $MCPWORLD_REGISTRY or :8765).")
 def run_command(server: str, task_ids: tuple[str, ...], split: str | None, policy: str, model: str | None,
                 base_url: str | None, fmt: str, temperature: float | None, replay_file: Path | None, samples: int,
                 concurrency: int, max_turns: int, turn_timeout: float, history: int | None, seed: int,
-                output: Path, resume: bool, registry: str | None) -> None:
+                output: Path, resume: bool, retries: int, retry_backoff: float, registry: str | None) -> None:
     """Run episodes and record trajectories (JSONL, one episode per line).
+
+    Exits 3 when episodes were lost to infrastructure errors (no reward is given for them); rerun with
+    --resume to play exactly those.
 
     \b
     Examples:
@@ -75,7 +90,7 @@ def run_command(server: str, task_ids: tuple[str, ...], split: str | None, polic
             raise click.ClickException(f"unknown task(s) on {server}: {', '.join(missing)}")
         tasks = [t for t in tasks if t.id in task_ids]
     spec = RunSpec(server=server, tasks=tasks, samples=samples, concurrency=concurrency, seed=seed, output=output,
-                   resume=resume, registry=registry,
+                   resume=resume, registry=registry, retries=retries, backoff_s=retry_backoff,
                    config=EpisodeConfig(max_turns=max_turns, turn_timeout_s=turn_timeout, history_turns=history))
 
     def make_policy(index: int):  # type: ignore[no-untyped-def]
@@ -103,3 +118,6 @@ def run_command(server: str, task_ids: tuple[str, ...], split: str | None, polic
     for k, v in summary.rows():
         table.add_row(k, v)
     Console().print(table)
+    if (lost := summary.lost_message()) is not None:
+        click.echo(f"error: {lost}", err=True)
+        raise SystemExit(LOST_EXIT)

@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+from mcp.shared.exceptions import MCPError
 
 from mcpworld.agent.formats import Action, Format
 from mcpworld.agent.policies import Policy
@@ -32,7 +33,7 @@ class EpisodeConfig:
     turn_timeout_s: float = 120.0
     episode_timeout_s: float = 600.0
     history_turns: int | None = None  # keep system + task + the last K turns; None keeps all
-    penalize: bool = True  # format errors, unknown tools and fatal server errors end the episode with -1
+    penalize: bool = True  # format errors and unknown tools end the episode with -1 (infra errors never do)
 
 
 class EpisodeEnd(Exception):
@@ -49,13 +50,47 @@ def window(messages: list[dict[str, Any]], turns: int | None) -> list[dict[str, 
     return messages[:2] + messages[starts[-turns]:] if len(starts) > turns else messages
 
 
+def infra_reason(exc: BaseException) -> str:
+    """Why our side lost an episode, in words: what `mcpworld run` reports and `Trajectory.infra_reason` reads.
+
+    Everything that reaches here is not the agent's doing: its own mistakes (bad format, unknown tool, tool
+    errors, its turn timeout) come back as results or `EpisodeEnd`, never as exceptions. HTTP errors are told
+    apart by class name, so httpx, httpcore and the SDK's vendored httpx2 read the same.
+    """
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # the transport's task group wraps its error
+        exc = exc.exceptions[0]
+    kinds = {c.__name__ for c in type(exc).__mro__}
+    if isinstance(exc, ConnectionRefusedError) or kinds & {"ConnectError", "ConnectTimeout"}:
+        return "server unreachable"  # mcpworld's ConnectError too: the registry or server could not be reached
+    if isinstance(exc, MCPError):
+        return {types.CONNECTION_CLOSED: "connection lost", types.REQUEST_TIMEOUT: "server timed out"}.get(
+            exc.error.code, "server error")
+    if isinstance(exc, TimeoutError) or "TimeoutException" in kinds:
+        return "server timed out"
+    if isinstance(exc, (ConnectionError, EOFError, anyio.ClosedResourceError, anyio.BrokenResourceError,
+                        anyio.EndOfStream)) or kinds & {"TransportError", "NetworkError", "ProtocolError"}:
+        return "connection lost"
+    return "worker crash"
+
+
+def infra_error_text(exc: BaseException) -> str:
+    """`reason: Type: message`, the `error` of an infra_error trajectory."""
+    reason = infra_reason(exc)
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{reason}: {type(exc).__name__}: {exc}"
+
+
 def _result_text(result: types.CallToolResult) -> str:
     return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent)) or "(no content)"
 
 
 async def run_episode(ctl: EpisodeControl, server: str, task: TaskInfo, policy: Policy,
                       config: EpisodeConfig | None = None, sample: int = 0, seed: int = 0) -> Trajectory:
-    """Play one task with `policy` on an open MCP connection and judge it. Never raises for episode failures."""
+    """Play one task with `policy` on an open MCP connection and judge it. Never raises for episode failures.
+
+    An episode our side lost ends as `infra_error` with no reward; the runner retries it on a fresh episode.
+    """
     config = config or EpisodeConfig()
     traj = Trajectory(server=server, task=task.id, sample=sample, seed=seed, policy=policy.name,
                       model=policy.model, format=policy.format.name)
@@ -84,15 +119,13 @@ async def run_episode(ctl: EpisodeControl, server: str, task: TaskInfo, policy: 
             traj.reward = 1.0 if traj.verdict.passed else 0.0
     except EpisodeEnd as end:
         traj.termination, traj.error = end.termination, end.error  # type: ignore[assignment]
-        traj.reward = -1.0 if config.penalize and end.termination in (
-            "format_error", "unknown_tool", "server_error") else 0.0
+        traj.reward = -1.0 if config.penalize and end.termination in ("format_error", "unknown_tool") else 0.0
     except TimeoutError:
         traj.termination, traj.error = "episode_timeout", f"episode exceeded {config.episode_timeout_s:g}s"
     except LLMError as exc:
         traj.termination, traj.error = "model_error", str(exc)
-    except Exception as exc:  # the server died or the connection broke
-        traj.termination, traj.error = "server_error", f"{type(exc).__name__}: {exc}"
-        traj.reward = -1.0 if config.penalize else 0.0
+    except Exception as exc:  # the server died, the connection broke, a request timed out: not the agent's doing
+        traj.termination, traj.error, traj.reward, traj.verdict = "infra_error", infra_error_text(exc), 0.0, None
     finally:
         traj.duration_s = round(time.perf_counter() - began, 4)
         if traj.episode is not None and not closed:

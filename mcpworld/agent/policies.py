@@ -5,7 +5,6 @@ A policy sees the conversation so far and the domain tools, and returns one `Act
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 from typing import Any, Protocol
@@ -149,13 +148,18 @@ class ReplayPolicy:
     model = None
 
     def __init__(self, path: str | Path, format: Format | None = None):
+        from mcpworld.agent.trajectory import INFRA_TERMINATIONS, read_jsonl
+
         self.format = format or NativeFormat()
         self.turns: dict[str, list[dict[str, Any]]] = {}
-        for line in Path(path).read_text().splitlines():
-            if not line.strip():
+        # Torn or undecodable lines are skipped with a warning naming file:line; episodes lost to an
+        # infrastructure error were cut short by the outage, not by the agent, so they are not replayed.
+        for _, record in read_jsonl(path, stacklevel=3):
+            if not isinstance(record.get("task"), str) or record.get("termination") in INFRA_TERMINATIONS:
                 continue
-            record = json.loads(line)
-            self.turns.setdefault(record["task"], [m for m in record["messages"] if m.get("role") == "assistant"])
+            messages = record.get("messages") if isinstance(record.get("messages"), list) else []
+            self.turns.setdefault(record["task"],
+                                  [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"])
 
     async def act(self, messages: list[dict[str, Any]], tools: list[types.Tool], task: TaskInfo) -> Action:
         recorded = self.turns.get(task.id)

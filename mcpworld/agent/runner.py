@@ -1,4 +1,9 @@
-"""Many episodes at once: tasks x samples over a bounded number of connections, written as they finish."""
+"""Many episodes at once: tasks x samples over a bounded number of connections, written as they finish.
+
+An episode lost to the infrastructure (the server died, the connection broke, a request timed out) is not the
+agent's: it is retried with backoff on a fresh connection and a fresh episode, and if every try fails it is
+written as `infra_error` with no reward, counted in `Summary.lost`, and played again by `resume`.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from mcpworld.agent.loop import EpisodeConfig, run_episode
+from mcpworld.agent.loop import EpisodeConfig, infra_error_text, run_episode
 from mcpworld.agent.policies import Policy
 from mcpworld.agent.trajectory import Trajectory, TrajectoryWriter, read_trajectories
 from mcpworld.models import TaskInfo
@@ -30,6 +35,12 @@ class RunSpec:
     resume: bool = False
     registry: str | None = None
     config: EpisodeConfig = field(default_factory=EpisodeConfig)
+    retries: int = 3  # tries after the first for an episode lost to an infrastructure error
+    backoff_s: float = 1.0  # wait before retry k: backoff_s * 2**(k-1), at most max_backoff_s
+    max_backoff_s: float = 30.0
+
+    def backoff(self, attempt: int) -> float:
+        return min(self.backoff_s * 2 ** max(attempt - 1, 0), self.max_backoff_s)
 
 
 @dataclass
@@ -40,24 +51,40 @@ class Summary:
     mean_turns: float
     failures: dict[str, int]
     skipped: int = 0
+    lost: int = 0  # episodes lost to infrastructure errors (not in the other numbers)
+    lost_reasons: dict[str, int] = field(default_factory=dict)
 
     def rows(self) -> list[tuple[str, str]]:
         return [("episodes", str(self.episodes)), ("skipped (resume)", str(self.skipped)),
                 ("success rate", f"{self.success_rate:.1%}"), ("mean reward", f"{self.mean_reward:.3f}"),
                 ("mean turns", f"{self.mean_turns:.2f}"),
-                *((f"failed: {k}", str(v)) for k, v in sorted(self.failures.items()))]
+                *((f"failed: {k}", str(v)) for k, v in sorted(self.failures.items())),
+                *((("lost: infrastructure", str(self.lost)),) if self.lost else ())]
+
+    def lost_message(self) -> str | None:
+        """'12 episodes lost to infrastructure errors (server unreachable); rerun with --resume', or None."""
+        if not self.lost:
+            return None
+        reasons = ", ".join(k if len(self.lost_reasons) == 1 else f"{k}: {v}"
+                            for k, v in sorted(self.lost_reasons.items(), key=lambda kv: -kv[1]))
+        return (f"{self.lost} episode{'s' if self.lost != 1 else ''} lost to infrastructure errors ({reasons}); "
+                "rerun with --resume")
 
 
 def summarize(trajectories: list[Trajectory], skipped: int = 0) -> Summary:
-    n = len(trajectories)
-    failures = Counter(t.termination if t.termination != "final_answer" else "verifier" for t in trajectories
+    """Scores over the episodes the agent played; episodes lost to infrastructure errors are counted apart."""
+    lost = [t for t in trajectories if t.is_infra]
+    played = [t for t in trajectories if not t.is_infra]
+    n = len(played)
+    failures = Counter(t.termination if t.termination != "final_answer" else "verifier" for t in played
                        if not (t.verdict and t.verdict.passed))
     return Summary(
         episodes=n,
-        success_rate=sum(bool(t.verdict and t.verdict.passed) for t in trajectories) / n if n else 0.0,
-        mean_reward=sum(t.reward for t in trajectories) / n if n else 0.0,
-        mean_turns=sum(len(t.steps) for t in trajectories) / n if n else 0.0,
-        failures=dict(failures), skipped=skipped,
+        success_rate=sum(bool(t.verdict and t.verdict.passed) for t in played) / n if n else 0.0,
+        mean_reward=sum(t.reward for t in played) / n if n else 0.0,
+        mean_turns=sum(len(t.steps) for t in played) / n if n else 0.0,
+        failures=dict(failures), skipped=skipped, lost=len(lost),
+        lost_reasons=dict(Counter(t.infra_reason or "server error" for t in lost)),
     )
 
 
@@ -68,9 +95,14 @@ async def list_tasks(server: str, registry: str | None = None, split: str | None
 
 async def run(spec: RunSpec, make_policy: Callable[[int], Policy],
               on_done: Callable[[Trajectory], Any] | None = None) -> tuple[list[Trajectory], Summary]:
-    """Run every (task, sample) not already in the output; a dead server fails episodes, never the run."""
+    """Run every (task, sample) not already done in the output; a dead server loses episodes, never the run.
+
+    With `resume`, a (task, sample) is done when the output has a trajectory for it that is not an infra
+    error: episodes lost to the infrastructure are played again.
+    """
     name = spec.server if spec.server.startswith("http") else full_name(spec.server)
-    done = {t.key for t in read_trajectories(spec.output)} if spec.output and spec.resume else set()
+    done = {t.key for t in read_trajectories(spec.output) if not t.is_infra} \
+        if spec.output and spec.resume else set()
     jobs = [(task, s) for task in spec.tasks for s in range(spec.samples) if (name, task.id, s) not in done]
     writer = TrajectoryWriter(spec.output) if spec.output else None
     results: list[Trajectory] = []
@@ -78,6 +110,9 @@ async def run(spec: RunSpec, make_policy: Callable[[int], Policy],
     for job in jobs:
         send.send_nowait(job)
     send.close()
+    # Set when a job used up its retries, cleared by the next episode that is not lost: while the server looks
+    # down, each further job gets one try (no backoff), so a dead server costs seconds, not retries x jobs.
+    down = False
 
     def record(traj: Trajectory) -> None:
         if writer is not None:
@@ -87,9 +122,11 @@ async def run(spec: RunSpec, make_policy: Callable[[int], Policy],
             on_done(traj)
 
     async def worker(index: int) -> None:
+        nonlocal down
         policy = make_policy(index)
         async with receive.clone() as queue:
-            pending, attempts = None, 0
+            pending: tuple[TaskInfo, int] | None = None
+            attempts = 0
             while True:
                 if pending is None:
                     try:
@@ -97,6 +134,7 @@ async def run(spec: RunSpec, make_policy: Callable[[int], Policy],
                     except anyio.EndOfStream:
                         return
                 attempts += 1
+                lost: Trajectory | None = None
                 try:
                     # The connection wraps a run of episodes lexically: if the transport dies, the SDK cancels
                     # this scope, we land after it with the interrupted job still pending, and reconnect.
@@ -106,23 +144,31 @@ async def run(spec: RunSpec, make_policy: Callable[[int], Policy],
                             task, sample = pending
                             traj = await run_episode(ctl, name, task, policy, spec.config, sample=sample,
                                                      seed=spec.seed + sample)
-                            record(traj)
-                            pending = None
-                            if traj.termination == "server_error":
+                            if traj.is_infra:  # not the agent's doing: drop this connection and try again
+                                lost = traj
                                 break
+                            traj.attempts, down = attempts, False
+                            record(traj)
                             try:
                                 pending, attempts = queue.receive_nowait(), 1
                             except anyio.WouldBlock:
                                 pending = None
                             except anyio.EndOfStream:
                                 return
-                except Exception as exc:  # could not connect: try once more, then record the failure
-                    if pending is not None and attempts >= 2:
-                        record(_failed(spec, name, pending, policy, exc))
-                        pending = None
-                if pending is not None and attempts >= 2:  # the connection died under this job twice
-                    record(_failed(spec, name, pending, policy, ConnectionError("connection lost mid-episode")))
+                except Exception as exc:  # could not connect, or the connection died under the episode
+                    if pending is not None and lost is None:
+                        lost = _failed(spec, name, pending, policy, exc)
+                if pending is None:
+                    continue
+                if lost is None:  # the scope was cancelled under the episode without an error of its own
+                    lost = _failed(spec, name, pending, policy, ConnectionError("connection lost mid-episode"))
+                if attempts > (0 if down else spec.retries):
+                    lost.attempts, down = attempts, True
+                    lost.error = f"{lost.error} (gave up after {attempts} attempt{'s' if attempts > 1 else ''})"
+                    record(lost)
                     pending = None
+                else:
+                    await anyio.sleep(spec.backoff(attempts))
 
     async with anyio.create_task_group() as tg:
         for i in range(max(1, min(spec.concurrency, len(jobs)))):
@@ -134,8 +180,8 @@ async def run(spec: RunSpec, make_policy: Callable[[int], Policy],
 def _failed(spec: RunSpec, name: str, job: tuple[TaskInfo, int], policy: Policy, exc: BaseException) -> Trajectory:
     task, sample = job
     return Trajectory(server=name, task=task.id, sample=sample, seed=spec.seed + sample, policy=policy.name,
-                      model=policy.model, termination="server_error", error=f"{type(exc).__name__}: {exc}",
-                      reward=-1.0 if spec.config.penalize else 0.0)
+                      model=policy.model, format=policy.format.name, termination="infra_error",
+                      error=infra_error_text(exc), reward=0.0)
 
 
 def best_of_n(trajectories: list[Trajectory],

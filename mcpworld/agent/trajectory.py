@@ -1,10 +1,16 @@
-"""Trajectories: one episode per JSONL line, appended atomically so a crash never leaves half a line."""
+"""Trajectories: one episode per JSONL line, appended atomically so a crash never leaves half a line.
+
+Readers never trust a file: a torn or undecodable line (a copy cut short, a disk that filled up, a file cut
+inside a multibyte character) is skipped with a `TornLineWarning` naming the file and line, never a crash.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import threading
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -12,8 +18,13 @@ from pydantic import BaseModel, Field
 
 from mcpworld.models import ToolCall, Verdict
 
-Termination = Literal["final_answer", "max_turns", "timeout", "format_error", "unknown_tool", "server_error",
-                      "model_error", "episode_timeout"]
+Termination = Literal["final_answer", "max_turns", "timeout", "format_error", "unknown_tool", "infra_error",
+                      "server_error", "model_error", "episode_timeout"]
+
+# Episodes our side lost (the server died, the connection broke, a request to it timed out, the worker crashed):
+# not the agent's doing, so they carry no reward, every consumer leaves them out, and `--resume` plays them
+# again. `server_error` is how runners before infra_error recorded the same thing (with a wrong -1).
+INFRA_TERMINATIONS = frozenset({"infra_error", "server_error"})
 
 
 class CallRecord(ToolCall):
@@ -46,10 +57,60 @@ class Trajectory(BaseModel):
     termination: Termination = "final_answer"
     error: str | None = None
     duration_s: float = 0.0
+    attempts: int = 1  # tries this (task, sample) took: more than 1 when infrastructure errors were retried
 
     @property
     def key(self) -> tuple[str, str, int]:
         return (self.server, self.task, self.sample)
+
+    @property
+    def is_infra(self) -> bool:
+        """Lost to an infrastructure error: no reward, not a sample of the policy, to be played again."""
+        return self.termination in INFRA_TERMINATIONS
+
+    @property
+    def infra_reason(self) -> str | None:
+        """Why an infra error happened ("server unreachable", "connection lost", ...); None for other episodes."""
+        if not self.is_infra:
+            return None
+        head = (self.error or "").split(":", 1)[0]
+        return head if head in INFRA_REASONS else "server error"
+
+
+INFRA_REASONS = ("server unreachable", "connection lost", "server timed out", "server error", "worker crash")
+
+
+class TornLineWarning(UserWarning):
+    """A line of a JSONL file that could not be read (torn, undecodable or not a record); it was skipped."""
+
+
+def _skip(path: Path, lineno: int, why: str, stacklevel: int) -> None:
+    warnings.warn(f"{path}:{lineno}: skipped a torn or undecodable line ({why})", TornLineWarning,
+                  stacklevel=stacklevel + 1)
+
+
+def read_jsonl(path: str | Path, stacklevel: int = 2) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, JSON object) for every readable line of `path`; the rest are skipped with a warning.
+
+    The file is read as bytes and each line decoded on its own, so one torn line (cut inside a multibyte
+    character, or garbage) costs that line only.
+    """
+    path = Path(path)
+    for lineno, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            _skip(path, lineno, f"not UTF-8: {exc.reason} at byte {exc.start}", stacklevel)
+            continue
+        except ValueError as exc:
+            _skip(path, lineno, f"not JSON: {exc}", stacklevel)
+            continue
+        if not isinstance(record, dict):
+            _skip(path, lineno, f"a JSON {type(record).__name__}, not an object", stacklevel)
+            continue
+        yield lineno, record
 
 
 class TrajectoryWriter:
@@ -86,15 +147,17 @@ class TrajectoryWriter:
 
 
 def read_trajectories(path: str | Path) -> list[Trajectory]:
-    """Every complete line of a trajectory file (a torn last line is skipped)."""
-    out = []
+    """Every readable trajectory of a file, infra errors included (filter with `Trajectory.is_infra`).
+
+    Torn, undecodable and invalid lines are skipped with a `TornLineWarning` that names file:line.
+    """
+    out: list[Trajectory] = []
     path = Path(path)
     if not path.exists():
         return out
-    for line in path.read_text().splitlines():
-        if line.strip():
-            try:
-                out.append(Trajectory.model_validate(json.loads(line)))
-            except ValueError:
-                continue
+    for lineno, record in read_jsonl(path, stacklevel=3):
+        try:
+            out.append(Trajectory.model_validate(record))
+        except ValueError as exc:
+            _skip(path, lineno, f"not a trajectory: {str(exc).splitlines()[0]}", 2)
     return out

@@ -93,6 +93,11 @@ def rollouts(server: str, split: str, group_size: int, policy: str, model: str |
     flat = sum(g.degenerate for g in groups)
     click.echo(f"{len(groups)} groups ({flat} with all-equal rewards{', dropped' if drop_degenerate else ''}); "
                f"wrote {kept} to {output / 'groups.jsonl'}")
+    if groups.lost:
+        why = ", ".join(f"{k}: {v}" for k, v in sorted(groups.lost_reasons.items()))
+        click.echo(f"error: {groups.lost} samples lost to infrastructure errors ({why}) are left out of the groups; "
+                   "rerun the same command to play them", err=True)
+        raise SystemExit(3)
 
 
 @train_group.command("curriculum")
@@ -106,7 +111,8 @@ def curriculum(trajectories: Path, low: float, high: float, output: Path | None)
 
     from mcpworld.trainer.curriculum import informative, pass_rates
 
-    stats = pass_rates(read_trajectories(trajectories))
+    loaded = read_trajectories(trajectories)
+    stats = pass_rates(loaded)
     keep = informative(stats, low, high)
     table = Table("server", "task", "samples", "pass rate", "kept")
     kept_ids = {(s.server, s.task) for s in keep}
@@ -114,6 +120,8 @@ def curriculum(trajectories: Path, low: float, high: float, output: Path | None)
         table.add_row(s.server, s.task, str(s.samples), f"{s.pass_rate:.0%}", "yes" if (s.server, s.task) in kept_ids
                       else "")
     _console().print(table)
+    if lost := sum(t.is_infra for t in loaded):
+        click.echo(f"left out {lost} episodes lost to infrastructure errors (they are not samples)", err=True)
     if output is not None:
         output.write_text(json.dumps([{"server": s.server, "task": s.task, "pass_rate": s.pass_rate} for s in keep],
                                      indent=2))

@@ -1,4 +1,7 @@
-"""Curriculum: pass rate per task over N samples; keep the informative middle (drop all-pass and all-fail)."""
+"""Curriculum: pass rate per task over N samples; keep the informative middle (drop all-pass and all-fail).
+
+Episodes lost to infrastructure errors are not samples: they count neither as passes nor as failures.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +25,8 @@ class TaskStats:
 def pass_rates(trajectories: list[Trajectory]) -> list[TaskStats]:
     stats: dict[tuple[str, str], TaskStats] = {}
     for t in trajectories:
+        if t.is_infra:
+            continue
         s = stats.setdefault((t.server, t.task), TaskStats(t.server, t.task, 0, 0))
         s.samples += 1
         s.passed += bool(t.verdict and t.verdict.passed)

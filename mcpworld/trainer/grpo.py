@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
 import torch
 import torch.nn.functional as F
@@ -28,6 +29,8 @@ from mcpworld.models import TaskInfo
 from mcpworld.protocol import EpisodeControl
 from mcpworld.trainer.advantages import Estimator, advantages, degenerate
 from mcpworld.trainer.rewards import verifier_reward
+
+INFRA_RETRIES = 3  # tries per sample when the world server fails (infrastructure, not the policy)
 
 
 @dataclass
@@ -159,13 +162,20 @@ class GRPOTrainer:
         config.output.mkdir(parents=True, exist_ok=True)
         self.metrics_path = config.output / "metrics.jsonl"
 
-    async def rollout(self, task: TaskInfo, step: int) -> tuple[list[list[Turn]], list[float], list[bool]]:
+    async def rollout(self, task: TaskInfo, step: int) -> tuple[list[list[Turn]], list[float], list[bool]] | None:
+        """One group of samples for `task`; None when the world server kept failing (no reward, no update)."""
         turns, rewards, passed = [], [], []
         episode_config = EpisodeConfig(max_turns=self.config.max_turns, turn_timeout_s=600)
         for g in range(self.config.group_size):
-            policy = LocalPolicy(self.lm, self.tokenizer, self.config, self.generator)
-            traj = await run_episode(self.ctl, self.server, task, policy, episode_config, sample=g,
-                                     seed=step * 1000 + g)
+            for attempt in range(INFRA_RETRIES + 1):
+                policy = LocalPolicy(self.lm, self.tokenizer, self.config, self.generator)
+                traj = await run_episode(self.ctl, self.server, task, policy, episode_config, sample=g,
+                                         seed=step * 1000 + g)
+                if not traj.is_infra:
+                    break
+                await anyio.sleep(min(2.0 ** attempt, 10.0))
+            else:
+                return None  # an outage is not a sample of the policy: train on nothing rather than on it
             turns.append(policy.turns)
             rewards.append((await verifier_reward(traj)).value)
             passed.append(bool(traj.verdict and traj.verdict.passed))
@@ -177,9 +187,13 @@ class GRPOTrainer:
             began = time.perf_counter()
             chosen = self.rng.sample(self.tasks, min(self.config.tasks_per_step, len(self.tasks)))
             self.lm.eval()
-            samples, all_rewards, all_passed, dropped = [], [], [], 0
+            samples, all_rewards, all_passed, dropped, lost = [], [], [], 0, 0
             for task in chosen:
-                turns, rewards, passed = await self.rollout(task, step)
+                group = await self.rollout(task, step)
+                if group is None:
+                    lost += 1
+                    continue
+                turns, rewards, passed = group
                 all_rewards += rewards
                 all_passed += passed
                 if self.config.drop_degenerate and degenerate(rewards):
@@ -194,8 +208,9 @@ class GRPOTrainer:
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(self.lm.parameters(), 1.0)
                 self.optimizer.step()
-            record = {"step": step, "mean_reward": sum(all_rewards) / len(all_rewards),
-                      "pass_rate": sum(all_passed) / len(all_passed), "degenerate_groups": dropped,
+            record = {"step": step, "mean_reward": sum(all_rewards) / max(1, len(all_rewards)),
+                      "pass_rate": sum(all_passed) / max(1, len(all_passed)), "degenerate_groups": dropped,
+                      "lost_groups": lost,
                       "groups": len(chosen), **stats, "seconds": round(time.perf_counter() - began, 3)}
             with open(self.metrics_path, "a") as f:
                 f.write(json.dumps(record) + "\n")

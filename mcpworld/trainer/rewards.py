@@ -1,6 +1,9 @@
 """Rewards for a trajectory: the verifier, a code-augmented LLM judge, or any pluggable scorer (SWR later).
 
-Format errors, unknown tools and fatal server errors are -1 whatever the scorer says (AWM's format reward).
+Format errors and unknown tools are -1 whatever the scorer says (AWM's format reward). Episodes lost to an
+infrastructure error (`Trajectory.is_infra`) are never scored: they are not the agent's doing, and every reward
+here raises `InfraErrorNotScored` for one, so a caller that forgot to leave them out fails loudly instead of
+training on an outage.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Any, Protocol
 from mcpworld.agent.trajectory import Trajectory
 from mcpworld.llm import ChatClient, LLMError
 
-PENALIZED = {"format_error", "unknown_tool", "server_error"}
+PENALIZED = {"format_error", "unknown_tool"}
 JUDGE_SCORES = {"complete": 1.0, "partial": 0.1, "fail": 0.0}
 
 
@@ -29,15 +32,22 @@ class RewardFn(Protocol):
     async def __call__(self, trajectory: Trajectory) -> Reward: ...
 
 
-def _penalty(t: Trajectory) -> Reward | None:
+class InfraErrorNotScored(ValueError):
+    """A reward was asked for an episode lost to an infrastructure error; leave those out (`t.is_infra`)."""
+
+
+def format_penalty(t: Trajectory) -> Reward | None:
+    if t.is_infra:
+        raise InfraErrorNotScored(f"{t.server} {t.task} sample {t.sample} was lost to an infrastructure error "
+                                  f"({t.error}): it has no reward; leave it out (Trajectory.is_infra) and replay it")
     if t.termination in PENALIZED:
         return Reward(-1.0, "format", t.termination, {"error": t.error})
     return None
 
 
 async def verifier_reward(t: Trajectory) -> Reward:
-    """1 when the task's verifier passed, else 0 (and -1 for format errors)."""
-    if (penalty := _penalty(t)) is not None:
+    """1 when the task's verifier passed, else 0 (and -1 for format errors; infra errors raise, unscored)."""
+    if (penalty := format_penalty(t)) is not None:
         return penalty
     passed = bool(t.verdict and t.verdict.passed)
     return Reward(1.0 if passed else 0.0, "verifier", "passed" if passed else "failed",
@@ -129,7 +139,7 @@ class JudgeReward:
     attempts: int = 2
 
     async def __call__(self, t: Trajectory) -> Reward:
-        if (penalty := _penalty(t)) is not None:
+        if (penalty := format_penalty(t)) is not None:
             return penalty
         prompt = judge_prompt(t, self.instructions.get(t.task, t.task))
         problems = []

@@ -1,16 +1,21 @@
-"""Rollout collection for RL: tasks x G samples through the agent, rewarded, grouped by task, resumable."""
+"""Rollout collection for RL: tasks x G samples through the agent, rewarded, grouped by task, resumable.
+
+Episodes lost to infrastructure errors never enter a group (an outage is not a sample of the policy): the
+runner retries them, and those it could not play are counted in `Groups.lost` and played by the next collect.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mcpworld.agent.policies import Policy
-from mcpworld.agent.runner import RunSpec, run
+from mcpworld.agent.runner import RunSpec, Summary, run
 from mcpworld.agent.trajectory import Trajectory, read_trajectories
 from mcpworld.trainer.advantages import Estimator, advantages, degenerate
 from mcpworld.trainer.rewards import Reward, RewardFn, verifier_reward
@@ -35,10 +40,22 @@ class Group:
                 "samples": [json.loads(t.model_dump_json()) for t in self.trajectories]}
 
 
+class Groups(list[Group]):
+    """The groups of a collect, and what they lack: `lost` samples (and why) that infrastructure errors took."""
+
+    def __init__(self, groups: list[Group], lost: int = 0, lost_reasons: dict[str, int] | None = None,
+                 summary: Summary | None = None):
+        super().__init__(groups)
+        self.lost, self.lost_reasons, self.summary = lost, lost_reasons or {}, summary
+
+
 async def make_groups(trajectories: list[Trajectory], reward: RewardFn = verifier_reward,
                       estimator: Estimator = "group_norm") -> list[Group]:
+    """Group by task and score; infra errors are left out: they have no reward and are not policy samples."""
     by_task: dict[tuple[str, str], list[Trajectory]] = {}
     for t in sorted(trajectories, key=lambda t: t.sample):
+        if t.is_infra:
+            continue
         by_task.setdefault((t.server, t.task), []).append(t)
     groups = []
     for (server, task), trajs in by_task.items():
@@ -61,9 +78,19 @@ def write_groups(path: Path, groups: list[Group], drop_degenerate: bool = False)
 
 async def collect(spec: RunSpec, make_policy: Callable[[int], Policy], reward: RewardFn = verifier_reward,
                   estimator: Estimator = "group_norm",
-                  on_done: Callable[[Trajectory], Any] | None = None) -> list[Group]:
-    """Run (resumably, into spec.output) and group every trajectory in the output by task."""
-    await run(spec, make_policy, on_done=on_done)
-    trajectories = read_trajectories(spec.output) if spec.output else []
+                  on_done: Callable[[Trajectory], Any] | None = None) -> Groups:
+    """Run (resumably, into spec.output) and group every trajectory in the output by task.
+
+    Infra errors are left out of the groups; `Groups.lost` counts the (task, sample) pairs that have nothing
+    but infra errors (the runner already retried them): collect again, once the server is back, to play them.
+    """
+    results, summary = await run(spec, make_policy, on_done=on_done)
+    trajectories = read_trajectories(spec.output) if spec.output else results
     wanted = {t.id for t in spec.tasks}
-    return await make_groups([t for t in trajectories if t.task in wanted], reward, estimator)
+    mine = [t for t in trajectories if t.task in wanted]
+    played = {t.key for t in mine if not t.is_infra}
+    lost: dict[tuple[str, str, int], Trajectory] = {t.key: t for t in mine if t.is_infra and t.key not in played
+                                                    and t.sample < spec.samples}
+    groups = await make_groups(mine, reward, estimator)
+    reasons = Counter(t.infra_reason or "server error" for t in lost.values())
+    return Groups(groups, len(lost), dict(reasons), summary)

@@ -23,6 +23,8 @@ class SFTFilter:
 
     def reason(self, t: Trajectory) -> str | None:
         """Why `t` is rejected, or None when it is kept."""
+        if t.is_infra:  # cut short by an outage, whatever --min-reward says
+            return "infra_error"
         if t.reward < self.min_reward:
             return "reward"
         if len(t.steps) > self.max_turns:

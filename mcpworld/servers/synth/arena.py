@@ -52,7 +52,7 @@ def classify(traj: Trajectory, task: TaskInfo) -> str | None:
         return "format_error"
     if traj.termination == "unknown_tool":
         return "wrong_tool"
-    if traj.termination in ("server_error", "model_error"):
+    if traj.is_infra or traj.termination == "model_error":
         return "server_error"
     if traj.termination in ("timeout", "episode_timeout"):
         return "timeout"

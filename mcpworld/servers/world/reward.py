@@ -13,7 +13,7 @@ from mcpworld.agent.trajectory import Trajectory
 from mcpworld.servers.swe.workspace import WorkspaceError
 from mcpworld.servers.world.swr import SWRScorer
 from mcpworld.servers.world.trajectories import submitted_patch
-from mcpworld.trainer.rewards import PENALIZED, Reward, verifier_reward
+from mcpworld.trainer.rewards import Reward, format_penalty, verifier_reward
 
 
 @dataclass
@@ -25,8 +25,8 @@ class SWRReward:
     threshold: float | None = None
 
     async def __call__(self, t: Trajectory) -> Reward:
-        if t.termination in PENALIZED:
-            return Reward(-1.0, "format", t.termination, {"error": t.error})
+        if (penalty := format_penalty(t)) is not None:  # raises for infra errors: they are never scored
+            return penalty
         patch = submitted_patch(t)
         if patch is None:
             return Reward(0.0, "swr", "no_patch", {"reason": "the agent never called submit"})

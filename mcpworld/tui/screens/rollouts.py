@@ -193,7 +193,7 @@ class RolloutsScreen(ReportsWorkerErrors, Screen):
         self.results.append(traj)
         self.done += 1
         self.passed += bool(traj.verdict and traj.verdict.passed)
-        self.errors += traj.termination == "server_error"
+        self.errors += traj.is_infra
         self.query_one("#progress", ProgressBar).advance(1)
         self._show_counts()
 
