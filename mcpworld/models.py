@@ -29,6 +29,11 @@ class Verdict(BaseModel):
     checks: list[Check] = Field(default_factory=list)
     evidence: dict[str, Any] = Field(default_factory=dict)
 
+    @property
+    def failures(self) -> list[str]:
+        """The failing checks as "name: detail" lines (what to read when a verdict surprises you)."""
+        return [f"{c.name}: {c.detail}" if c.detail else c.name for c in self.checks if not c.passed]
+
 
 class ToolCall(BaseModel):
     """A tool name and its arguments: one step of a reference solution or of a trajectory."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-from mcpworld.models import Verdict
 from mcpworld.servers.envs.loader import CATALOG_DIR, load_world
 from mcpworld.servers.envs.runtime import WorldRuntime
 from mcpworld.servers.envs.world import call
@@ -16,20 +15,8 @@ from mcpworld.servers.envs.world import call
 RT = WorldRuntime(load_world(CATALOG_DIR / "airline"))
 
 
-def play(task_id: str, answer: str | None, calls: list | None = None) -> Verdict:
-    """The task's reference calls (or `calls`), then `answer`, judged."""
-    task = RT.tasks[task_id]
-    episode = RT.fork(task_id)
-    try:
-        for step in task.solution if calls is None else calls:
-            RT.call(episode, step.name, step.arguments)
-        return RT.verify(episode, answer)
-    finally:
-        episode.close()
 
 
-def failing(verdict: Verdict) -> list[str]:
-    return [f"{c.name}: {c.detail}" for c in verdict.checks if not c.passed]
 
 
 # --- answer tasks ------------------------------------------------------------------------------------------------
@@ -92,13 +79,13 @@ WRONG = {
 
 @pytest.mark.parametrize(("task_id", "answer"), [(t, a) for t, answers in CORRECT.items() for a in answers])
 def test_correct_answer_passes(task_id: str, answer: str) -> None:
-    verdict = play(task_id, answer)
-    assert verdict.passed, failing(verdict)
+    verdict = RT.play(task_id, answer)
+    assert verdict.passed, verdict.failures
 
 
 @pytest.mark.parametrize(("task_id", "answer"), [(t, a) for t, answers in WRONG.items() for a in answers])
 def test_wrong_answer_fails(task_id: str, answer: str) -> None:
-    assert not play(task_id, answer).passed
+    assert not RT.play(task_id, answer).passed
 
 
 def test_every_answer_task_is_covered() -> None:
@@ -144,13 +131,13 @@ REFUSALS = {
 
 @pytest.mark.parametrize("task_id", sorted(REFUSALS))
 def test_paraphrased_refusal_passes(task_id: str) -> None:
-    verdict = play(task_id, REFUSALS[task_id][0])
-    assert verdict.passed, failing(verdict)
+    verdict = RT.play(task_id, REFUSALS[task_id][0])
+    assert verdict.passed, verdict.failures
 
 
 @pytest.mark.parametrize("task_id", sorted(REFUSALS))
 def test_wrong_reason_refusal_fails(task_id: str) -> None:
-    verdict = play(task_id, REFUSALS[task_id][1])
+    verdict = RT.play(task_id, REFUSALS[task_id][1])
     assert not verdict.passed
     assert any(c.name in ("gives this task's reason", "cites no other rule") for c in verdict.checks if not c.passed)
 
@@ -168,7 +155,7 @@ def test_policy_only_write_succeeds_but_fails_the_task(task_id: str, write) -> N
         assert RT.call(episode, write.name, write.arguments).error is None
     finally:
         episode.close()
-    verdict = play(task_id, RT.tasks[task_id].answer, calls=[*RT.tasks[task_id].solution, write])
+    verdict = RT.play(task_id, RT.tasks[task_id].answer, calls=[*RT.tasks[task_id].solution, write])
     assert not verdict.passed
 
 

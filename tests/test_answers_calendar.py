@@ -7,27 +7,15 @@ from __future__ import annotations
 
 import pytest
 
-from mcpworld.models import ToolCall, Verdict
+from mcpworld.models import ToolCall
 from mcpworld.servers.envs.loader import CATALOG_DIR, load_world
 from mcpworld.servers.envs.runtime import WorldRuntime
 
 RT = WorldRuntime(load_world(CATALOG_DIR / "calendar"))
 
 
-def play(task_id: str, answer: str | None, calls: list[ToolCall] | None = None) -> Verdict:
-    """The reference calls (or `calls`) on a fresh fork, then the verdict on `answer`."""
-    task = RT.tasks[task_id]
-    episode = RT.fork(task_id)
-    try:
-        for step in task.solution if calls is None else calls:
-            RT.call(episode, step.name, step.arguments)
-        return RT.verify(episode, answer)
-    finally:
-        episode.close()
 
 
-def failing(verdict: Verdict) -> list[str]:
-    return [f"{c.name}: {c.detail}" for c in verdict.checks if not c.passed]
 
 
 CORRECT = {
@@ -121,20 +109,20 @@ def test_every_answer_task_is_covered() -> None:
 
 @pytest.mark.parametrize(("task_id", "answer"), [(t, a) for t, answers in CORRECT.items() for a in answers])
 def test_correct_paraphrase_passes(task_id: str, answer: str) -> None:
-    verdict = play(task_id, answer)
-    assert verdict.passed, failing(verdict)
+    verdict = RT.play(task_id, answer)
+    assert verdict.passed, verdict.failures
 
 
 @pytest.mark.parametrize(("task_id", "answer"), [(t, a) for t, answers in WRONG.items() for a in answers])
 def test_wrong_answer_fails(task_id: str, answer: str) -> None:
-    assert not play(task_id, answer).passed
+    assert not RT.play(task_id, answer).passed
 
 
 @pytest.mark.parametrize(("task_id", "correct", "wrong_reason"), REFUSALS)
 def test_refusal_paraphrase_passes_and_wrong_reason_fails(task_id: str, correct: str, wrong_reason: str) -> None:
-    verdict = play(task_id, correct)
-    assert verdict.passed, failing(verdict)
-    verdict = play(task_id, wrong_reason)
+    verdict = RT.play(task_id, correct)
+    assert verdict.passed, verdict.failures
+    verdict = RT.play(task_id, wrong_reason)
     assert not verdict.passed
     assert any(c.name == "cites no other rule" and not c.passed for c in verdict.checks)
 
@@ -153,7 +141,7 @@ def test_policy_only_rules(task_id: str, write: ToolCall | None) -> None:
         episode = RT.fork(task_id)
         assert RT.call(episode, write.name, write.arguments).error is None, "the tool allows it"
         episode.close()
-        assert not play(task_id, "Done: I accepted Ravi's invitation.", [*task.solution, write]).passed
+        assert not RT.play(task_id, "Done: I accepted Ravi's invitation.", [*task.solution, write]).passed
     else:
-        assert not play(task_id, "Ravi Patel and Omar Haddad, in Cedar from 10:00 to 11:00.").passed
-    assert play(task_id, task.answer).passed
+        assert not RT.play(task_id, "Ravi Patel and Omar Haddad, in Cedar from 10:00 to 11:00.").passed
+    assert RT.play(task_id, task.answer).passed

@@ -13,14 +13,7 @@ RT = WorldRuntime(load_world(CATALOG_DIR / "helpdesk"))
 
 def play(task_id: str, answer: str | None, calls: list | None = None) -> bool:
     """The task's reference calls (or `calls`), then `answer`: does the episode pass?"""
-    task = RT.tasks[task_id]
-    episode = RT.fork(task_id)
-    try:
-        for step in task.solution if calls is None else calls:
-            RT.call(episode, step.name, step.arguments)
-        return RT.verify(episode, answer).passed
-    finally:
-        episode.close()
+    return RT.play(task_id, answer, calls).passed
 
 
 CORRECT = {

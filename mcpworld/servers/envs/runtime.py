@@ -23,7 +23,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session
 
-from mcpworld.models import Check, TaskInfo, Verdict
+from mcpworld.models import Check, TaskInfo, ToolCall, Verdict
 from mcpworld.servers.envs.diff import Row, StateDiff, TableDiff, diff_rows, row_key
 from mcpworld.servers.envs.reference import Canonical, canonical, reference_check
 from mcpworld.servers.envs.tools import ArgumentError, ToolSpec, build_tool, to_jsonable
@@ -399,6 +399,16 @@ class WorldRuntime:
         verdict.evidence["diff"] = to_jsonable(diff.summary())
         verdict.evidence["answer"] = answer
         return verdict
+
+    def play(self, task_id: str, answer: str | None, calls: list[ToolCall] | None = None, seed: int = 0) -> Verdict:
+        """Judge `calls` (default: the task's reference solution) then `answer` on a fresh episode, as an agent's."""
+        episode = self.fork(task_id, seed)
+        try:
+            for step in self.tasks[task_id].solution if calls is None else calls:
+                self.call(episode, step.name, step.arguments)
+            return self.verify(episode, answer)
+        finally:
+            episode.close()
 
     def table_counts(self, episode: Episode) -> dict[str, int]:
         return {t: episode.conn.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in self.metadata.tables}
