@@ -24,6 +24,7 @@ from mcpworld.registry.export import export
 from mcpworld.registry.health import check_all
 from mcpworld.registry.records import local_record
 from mcpworld.registry.store import RegistryStore
+from mcpworld.security import Exposure, public_host
 from mcpworld.servers.envs.host import running, world_path, world_routes
 from mcpworld.servers.envs.server import WorldServer
 from mcpworld.servers.swe.server import SWE_PATH, SWEServer, running_swe, swe_record, swe_routes
@@ -38,7 +39,10 @@ class AlreadyRunning(RuntimeError):
 
 @dataclass
 class Stack:
-    """What `up` serves: where, with which token, and which world servers."""
+    """What `up` serves: where, with which token, and which world servers.
+
+    `allow_hosts`: the names clients may use for this machine when `host` is not loopback (`--allow-host`).
+    """
 
     host: str
     port: int
@@ -49,10 +53,17 @@ class Stack:
     swe: SWEServer | None = None
     world_models: list[MountedWorldModel] = field(default_factory=list)
     records: list[dict[str, Any]] = field(default_factory=list)
+    allow_hosts: tuple[str, ...] = ()
 
     @property
     def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        """The URL records advertise: a wildcard bind (0.0.0.0) is named by --allow-host or this machine's name."""
+        host = public_host(self.host, self.allow_hosts)
+        return f"http://{'[' + host + ']' if ':' in host else host}:{self.port}"
+
+    @property
+    def exposure(self) -> Exposure:
+        return Exposure.of(self.host, self.token, self.allow_hosts)
 
 
 def world_records(stack: Stack) -> list[dict[str, Any]]:
@@ -68,7 +79,12 @@ def world_records(stack: Stack) -> list[dict[str, Any]]:
 
 
 def build_app(stack: Stack) -> FastAPI:
-    """The registry app with every world mounted at /worlds/<name>/mcp, registered and health-checked."""
+    """The registry app with every world mounted at /worlds/<name>/mcp, registered and health-checked.
+
+    Off loopback every request's Host/Origin is checked, and the world, SWE and world-model endpoints need the
+    registry token (`mcpworld.security.Exposure`); the registry's reads stay open.
+    """
+    exposure = stack.exposure
 
     @contextlib.asynccontextmanager
     async def worlds_lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -85,12 +101,12 @@ def build_app(stack: Stack) -> FastAPI:
             yield
             tg.cancel_scope.cancel()
 
-    app = create_app(stack.store, stack.token, host=stack.host, extra=worlds_lifespan)
-    app.router.routes.extend(world_routes(stack.worlds, stack.host))
+    app = create_app(stack.store, stack.token, host=stack.host, extra=worlds_lifespan, exposure=exposure)
+    app.router.routes.extend(world_routes(stack.worlds, stack.host, exposure))
     if stack.swe is not None:
-        app.router.routes.extend(swe_routes(stack.swe, stack.host))
+        app.router.routes.extend(swe_routes(stack.swe, stack.host, exposure))
     for model in stack.world_models:
-        app.router.routes.extend(model.routes(stack.host))
+        app.router.routes.extend(model.routes(stack.host, exposure))
     return app
 
 
@@ -99,7 +115,7 @@ async def _health_loop(stack: Stack) -> None:
     names = [r["name"] for r in stack.records]
     while True:
         try:
-            await check_all(stack.store, names)
+            await check_all(stack.store, names, token=stack.token)
         except Exception:  # a check must never take `up` down
             logger.exception("health check failed")
         await anyio.sleep(stack.health_interval_s)
@@ -162,8 +178,13 @@ def banner(stack: Stack, token_is_new: bool) -> str:
         lines.append(f"  world model {model.name:<4}{stack.base_url}{model.path}")
     token_note = "(new: shown once, saved in " + str(home() / "registry.token") + ")" if token_is_new else \
         "(from MCPWORLD_REGISTRY_TOKEN or " + str(home() / "registry.token") + ")"
-    lines += ["", f"  registry token  {stack.token if token_is_new else stack.token[:4] + '…'}  {token_note}", "",
-              "Claude Desktop (claude_desktop_config.json):",
+    lines += ["", f"  registry token  {stack.token if token_is_new else stack.token[:4] + '…'}  {token_note}", ""]
+    exposure = stack.exposure
+    if exposure.exposed:
+        lines += [f"  bound to {stack.host}: world, swe and world-model endpoints need 'Authorization: Bearer <token>'",
+                  "  (mcpworld clients: export MCPWORLD_REGISTRY_TOKEN=<token>)",
+                  f"  Host names accepted: {', '.join(exposure.allowed_hosts)} (add more with --allow-host)", ""]
+    lines += ["Claude Desktop (claude_desktop_config.json):",
               json.dumps(export(world_records(stack), "claude-desktop"), indent=2), "",
               "Press Ctrl-C to stop."]
     return "\n".join(lines)

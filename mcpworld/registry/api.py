@@ -1,12 +1,14 @@
 """The registry's REST API, in the official MCP Registry's /v0 shapes (served at /v0 and /v0.1).
 
-Reads are open; writes (publish, status changes, health checks) need the bearer token.
+Reads are open; writes (publish, status changes, health checks) need the bearer token. Bound beyond loopback, every
+request's Host and Origin are checked too (`mcpworld.security.Exposure`).
 """
 
 from __future__ import annotations
 
+import json
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from typing import Any
@@ -17,8 +19,9 @@ from pydantic import BaseModel
 
 from mcpworld import __version__
 from mcpworld.registry.mcp_server import registry_mcp_server
-from mcpworld.registry.records import RecordError
+from mcpworld.registry.records import MAX_RECORD_BYTES, RecordError
 from mcpworld.registry.store import Conflict, NotFound, RegistryStore, Status
+from mcpworld.security import Exposure, ExposureMiddleware
 
 
 class StatusChange(BaseModel):
@@ -74,8 +77,19 @@ def registry_router(store: RegistryStore, token: str) -> APIRouter:
 
     @router.post("/publish", summary="Publish a server.json", dependencies=[auth])
     async def publish(request: Request) -> JSONResponse:
+        message = f"server.json is larger than {MAX_RECORD_BYTES // 1024} KiB (the registry's cap per record)"
+        too_big = JSONResponse({"error": message, "detail": message,
+                                "errors": [{"path": "$", "message": message}]}, status_code=413)
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_RECORD_BYTES:
+            return too_big
+        body = bytearray()
+        async for chunk in request.stream():  # never buffer more than the cap, whatever the header said
+            body += chunk
+            if len(body) > MAX_RECORD_BYTES:
+                return too_big
         try:
-            doc = await request.json()
+            doc = json.loads(bytes(body))
         except ValueError:
             return JSONResponse({"error": "body is not JSON", "errors": [{"path": "$", "message": "invalid JSON"}]},
                                 status_code=422)
@@ -114,19 +128,23 @@ def registry_router(store: RegistryStore, token: str) -> APIRouter:
     async def health_check(names: list[str] | None = None) -> dict[str, Any]:
         from mcpworld.registry.health import check_all
 
-        return {"results": await check_all(store, names)}
+        return {"results": await check_all(store, names, token=token)}
 
     return router
 
 
 def create_app(store: RegistryStore, token: str, *, host: str = "127.0.0.1",
-               extra: Callable[[FastAPI], AbstractAsyncContextManager[None]] | None = None) -> FastAPI:
+               extra: Callable[[FastAPI], AbstractAsyncContextManager[None]] | None = None,
+               allow_hosts: Sequence[str] = (), exposure: Exposure | None = None) -> FastAPI:
     """The registry: REST at /v0 (and /v0.1), its MCP server at /registry/mcp, GET /healthz.
 
-    `extra` is a lifespan to run inside the registry's own (how `mcpworld up` adds the worlds).
+    `extra` is a lifespan to run inside the registry's own (how `mcpworld up` adds the worlds). Bound beyond
+    loopback (`host`), every request must name an allowed host (`allow_hosts`, default this machine's names) and
+    come from no foreign browser origin; the registry's MCP server is read-only and needs no token.
     """
+    exposure = exposure or Exposure.of(host, token, allow_hosts)
     registry_mcp = registry_mcp_server(store)
-    mcp_app = registry_mcp.streamable_http_app(streamable_http_path="/mcp", host=host)
+    mcp_app = exposure.mcp_app(registry_mcp, auth=False)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -139,6 +157,8 @@ def create_app(store: RegistryStore, token: str, *, host: str = "127.0.0.1",
 
     app = FastAPI(title="mcpworld registry", version=__version__, lifespan=lifespan,
                   description="MCP servers for agent environments, in the official MCP Registry's /v0 shapes.")
+    if exposure.exposed:
+        app.add_middleware(ExposureMiddleware, exposure=exposure, auth=False)
     router = registry_router(store, token)
     app.include_router(router, prefix="/v0")
     app.include_router(router, prefix="/v0.1", include_in_schema=False)

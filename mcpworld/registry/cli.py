@@ -13,6 +13,11 @@ from mcpworld.registry.connect import registry_url
 
 registry_option = click.option("--registry", "registry", default=None,
                                help="Registry base URL (default: $MCPWORLD_REGISTRY or http://127.0.0.1:8765).")
+allow_host_option = click.option(
+    "--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+    help="With a non-local --host: one more name clients use for this machine (e.g. its IP or a DNS alias), "
+         "accepted in the Host header besides the bound host, this machine's hostname and localhost (repeatable; "
+         "'*' accepts any). The first one names the server in registered URLs when bound to 0.0.0.0.")
 
 
 def _get(registry: str | None, path: str, **params: object) -> dict:
@@ -174,11 +179,13 @@ def registry_export(registry: str | None, fmt: str, output: Path | None, names: 
 
 @registry_group.command("serve")
 @click.option("--port", type=int, default=8765, show_default=True)
-@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Interface to bind. Beyond localhost, Host/Origin headers are checked (see --allow-host).")
+@allow_host_option
 @click.option("--db", default=None, envvar="MCPWORLD_REGISTRY_DB",
               help="SQLAlchemy URL, e.g. postgresql://host/registry when several hosts share one registry.")
 @click.option("--token", default=None, envvar="MCPWORLD_REGISTRY_TOKEN", help="Bearer token for writes.")
-def registry_serve(port: int, host: str, db: str | None, token: str | None) -> None:
+def registry_serve(port: int, host: str, allow_hosts: tuple[str, ...], db: str | None, token: str | None) -> None:
     """Serve only the registry (REST /v0 and /registry/mcp), with no worlds: for a shared, multi-host registry.
 
     \b
@@ -196,13 +203,16 @@ def registry_serve(port: int, host: str, db: str | None, token: str | None) -> N
     click.echo(f"registry at http://{host}:{port}/v0/servers ({store.url})", err=True)
     if is_new:
         click.echo(f"registry token (shown once): {secret}", err=True)
-    uvicorn.run(create_app(store, secret, host=host), host=host, port=port, log_level="warning")
+    uvicorn.run(create_app(store, secret, host=host, allow_hosts=allow_hosts), host=host, port=port,
+                log_level="warning")
 
 
 @click.command("up")
 @click.option("--port", type=int, default=8765, show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True,
-              help="Interface to bind. Keep localhost unless you know you want the network to reach it.")
+              help="Interface to bind. Beyond localhost, Host/Origin are checked (see --allow-host) and every world, "
+                   "SWE and world-model endpoint needs 'Authorization: Bearer <registry token>'.")
+@allow_host_option
 @click.option("--db", default=None, envvar="MCPWORLD_REGISTRY_DB",
               help="Registry store as an SQLAlchemy URL (default: SQLite in $MCPWORLD_HOME).")
 @click.option("--token", default=None, envvar="MCPWORLD_REGISTRY_TOKEN",
@@ -215,8 +225,8 @@ def registry_serve(port: int, host: str, db: str | None, token: str | None) -> N
               help="OpenAI-compatible endpoint(s) of an SWT model (comma-separated): serve the SWT world model.")
 @click.option("--swr-url", envvar="MCPWORLD_SWR_URL", default=None,
               help="Endpoint(s) of an SWR model: serve the SWR world model (virtual test runner).")
-def up_command(port: int, host: str, db: str | None, token: str | None, only: tuple[str, ...],
-               health_interval: float, max_episodes: int, no_swe: bool, swt_url: str | None,
+def up_command(port: int, host: str, allow_hosts: tuple[str, ...], db: str | None, token: str | None,
+               only: tuple[str, ...], health_interval: float, max_episodes: int, no_swe: bool, swt_url: str | None,
                swr_url: str | None) -> None:
     """Start everything: the registry, every installed world over HTTP, registered and health-checked.
 
@@ -228,6 +238,7 @@ def up_command(port: int, host: str, db: str | None, token: str | None, only: tu
     Example:
       mcpworld up
       mcpworld registry list          # in another terminal
+      mcpworld up --host 0.0.0.0 --allow-host envhost   # a cluster: clients set MCPWORLD_REGISTRY_TOKEN
     """
     import uvicorn
 
@@ -255,7 +266,8 @@ def up_command(port: int, host: str, db: str | None, token: str | None, only: tu
                   worlds=build_servers(names, EpisodeLimits(max_episodes=max_episodes), skip_broken=not only,
                                         token=secret),
                   health_interval_s=health_interval, swe=None if no_swe else build_swe_server(token=secret),
-                  world_models=world_model_servers(WorldModelConfig.from_env(swt_url=swt_url, swr_url=swr_url)))
+                  world_models=world_model_servers(WorldModelConfig.from_env(swt_url=swt_url, swr_url=swr_url)),
+                  allow_hosts=allow_hosts)
     try:
         acquire(stack)
     except AlreadyRunning as exc:

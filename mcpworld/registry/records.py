@@ -6,6 +6,7 @@ reverse-DNS key `io.mcpworld/server`.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Literal
 
@@ -18,6 +19,11 @@ META_KEY = "io.mcpworld/server"
 NAMESPACE = "io.mcpworld"
 Kind = Literal["world", "swe", "world-model", "external", "registry"]
 _RANGE = re.compile(r"^[\^~<>=]|\.x$|\*|^latest$")
+MAX_RECORD_BYTES = 64 * 1024
+# What a package may name as the program to start: the official schema's examples (npx, uvx, docker, dnx) and the
+# interpreters mcpworld's own packages use. Always a bare name looked up on PATH, never a path.
+RUNTIME_HINTS = frozenset({"npx", "uvx", "dnx", "docker", "python", "python3", "mcpworld"})
+DEFAULT_RUNTIME = {"npm": "npx", "pypi": "uvx", "oci": "docker", "nuget": "dnx"}
 
 
 class _Open(BaseModel):
@@ -82,15 +88,87 @@ def _path(loc: tuple[Any, ...]) -> str:
     return out
 
 
+def record_size(doc: Any) -> int:
+    """Bytes of the record as compact JSON (what the cap is measured on)."""
+    return len(json.dumps(doc, separators=(",", ":"), ensure_ascii=False, default=str).encode())
+
+
+def _size_error(doc: Any) -> dict[str, str] | None:
+    size = record_size(doc)
+    if size <= MAX_RECORD_BYTES:
+        return None
+    return {"path": "$", "message": f"the record is {size} bytes; the cap is {MAX_RECORD_BYTES} "
+                                   f"({MAX_RECORD_BYTES // 1024} KiB)"}
+
+
+def _is_path(value: str) -> bool:
+    return value.startswith(("/", "~", "./", "../", "\\")) or bool(re.match(r"^[A-Za-z]:[\\/]", value))
+
+
+def _bad_word(value: str) -> str | None:
+    """Why a program-position string (runtime hint, package identifier) cannot be executed safely, else None."""
+    if "\0" in value or "\n" in value:
+        return "must not contain NUL or newline characters"
+    if value.startswith("-"):
+        return "must not start with '-' (it would be read as an option)"
+    if _is_path(value):
+        return "must not be a filesystem path"
+    return None
+
+
+def package_problems(package: dict[str, Any], path: str = "$") -> list[dict[str, str]]:
+    """What makes a stdio package unsafe to launch: a runtime outside RUNTIME_HINTS, a path or option as the
+    program or identifier, non-string or NUL-carrying arguments. Arguments are passed to exec, never a shell."""
+    errors = []
+    hint = package.get("runtimeHint")
+    if hint is not None:
+        if not isinstance(hint, str) or hint not in RUNTIME_HINTS:
+            allowed = ", ".join(sorted(RUNTIME_HINTS))
+            errors.append({"path": f"{path}.runtimeHint", "message": f"runtime {hint!r} is not allowed; use one of "
+                                                                       f"{allowed}"})
+    identifier = package.get("identifier")
+    if isinstance(identifier, str):
+        problem = _bad_word(identifier)
+        if problem:
+            errors.append({"path": f"{path}.identifier", "message": problem})
+    ours = package.get("registryType") == "pypi" and identifier == "mcpworld"  # run with our own interpreter
+    for key in ("runtimeArguments", "packageArguments"):
+        for i, arg in enumerate(package.get(key) or []):
+            if not isinstance(arg, dict):
+                continue
+            for field in ("value", "default", "name"):
+                value = arg.get(field)
+                if value is not None and (not isinstance(value, str) or "\0" in value):
+                    errors.append({"path": f"{path}.{key}[{i}].{field}", "message": "must be a string without NUL"})
+                elif ours and isinstance(value, str) and _is_path(value):
+                    errors.append({"path": f"{path}.{key}[{i}].{field}",
+                                   "message": "mcpworld's own package takes names, not filesystem paths"})
+    return errors
+
+
+def launch_problems(doc: dict[str, Any]) -> list[dict[str, str]]:
+    """Every reason not to use a record (its size, each package's launch problems): checked at publish and again
+    by `connect` before it starts anything, since a store may hold records from before these rules."""
+    too_big = _size_error(doc)
+    errors = [too_big] if too_big else []
+    for i, package in enumerate(doc.get("packages") or []):
+        if isinstance(package, dict):
+            errors += package_problems(package, f"$.packages[{i}]")
+    return errors
+
+
 def validate_record(doc: Any) -> dict[str, Any]:
     """Check a server.json document; raise RecordError naming the JSON path of every error."""
     if not isinstance(doc, dict):
         raise RecordError([{"path": "$", "message": "a server.json document must be a JSON object"}])
+    too_big = _size_error(doc)
+    if too_big:  # before the schema: don't spend time on a huge document
+        raise RecordError([too_big])
     try:
         ServerJSON.model_validate(doc)
     except ValidationError as exc:
         raise RecordError([{"path": _path(e["loc"]), "message": e["msg"]} for e in exc.errors()]) from None
-    errors = []
+    errors = [e for e in launch_problems(doc) if e["path"] != "$"]  # the size is checked above
     if _RANGE.search(doc["version"]):
         errors.append({"path": "$.version", "message": "must be one exact version, not a range or 'latest'"})
     if not doc.get("packages") and not doc.get("remotes"):

@@ -11,10 +11,12 @@ from typing import Any
 import anyio
 from mcp.server.stdio import stdio_server
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
+from mcpworld.security import Exposure, ExposureMiddleware
 from mcpworld.servers.envs.episodes import EpisodeLimits
 from mcpworld.servers.envs.loader import load_world, resolve
 from mcpworld.servers.envs.runtime import WorldRuntime
@@ -44,8 +46,13 @@ def world_path(name: str) -> str:
     return f"/worlds/{name}/mcp"
 
 
-def world_routes(servers: Sequence[WorldServer], host: str = "127.0.0.1") -> list[Route | Mount]:
-    """Routes for an ASGI app hosting `servers`: each at /worlds/<name>/mcp, plus a GET /worlds index."""
+def world_routes(servers: Sequence[WorldServer], host: str = "127.0.0.1",
+                 exposure: Exposure | None = None) -> list[Route | Mount]:
+    """Routes for an ASGI app hosting `servers`: each at /worlds/<name>/mcp, plus a GET /worlds index.
+
+    Bound beyond loopback, each world endpoint checks Host/Origin and needs the registry token (see `Exposure`).
+    """
+    exposure = exposure or Exposure.of(host)
     by_name = {s.runtime.world.name: s for s in servers}
 
     async def index(request: Request) -> JSONResponse:
@@ -56,11 +63,8 @@ def world_routes(servers: Sequence[WorldServer], host: str = "127.0.0.1") -> lis
             for name, s in by_name.items()
         ]})
 
-    mounts = [
-        Mount(f"/worlds/{name}", app=s.server.streamable_http_app(streamable_http_path="/mcp", host=host,
-                                                                    json_response=True))
-        for name, s in by_name.items()
-    ]
+    mounts = [Mount(f"/worlds/{name}", app=exposure.mcp_app(s.server, json_response=True))
+              for name, s in by_name.items()]
     return [Route("/worlds", index), *mounts]
 
 
@@ -77,8 +81,11 @@ async def running(servers: Sequence[WorldServer]) -> AsyncIterator[None]:
                 s.episodes.close_all()
 
 
-def worlds_app(servers: Sequence[WorldServer], host: str = "127.0.0.1") -> Starlette:
-    """One ASGI app hosting every world. DNS-rebinding protection (Host and Origin checks) is on for localhost."""
+def worlds_app(servers: Sequence[WorldServer], host: str = "127.0.0.1", *,
+               exposure: Exposure | None = None) -> Starlette:
+    """One ASGI app hosting every world. On loopback the SDK checks Host/Origin on the world endpoints; beyond it
+    every route is Host/Origin-checked and the world endpoints need the registry token (`mcpworld.security`)."""
+    exposure = exposure or Exposure.of(host)
 
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "worlds": len(servers)})
@@ -88,7 +95,9 @@ def worlds_app(servers: Sequence[WorldServer], host: str = "127.0.0.1") -> Starl
         async with running(servers):
             yield
 
-    return Starlette(routes=[Route("/healthz", health), *world_routes(servers, host)], lifespan=lifespan)
+    middleware = [Middleware(ExposureMiddleware, exposure=exposure, auth=False)] if exposure.exposed else []
+    return Starlette(routes=[Route("/healthz", health), *world_routes(servers, host, exposure)], lifespan=lifespan,
+                     middleware=middleware)
 
 
 def build_servers(names: Sequence[str], limits: EpisodeLimits, interactive: bool = False,

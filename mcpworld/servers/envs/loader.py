@@ -54,11 +54,14 @@ def load_world(path: str | Path) -> World:
         sys.modules[module_name] = module
         try:
             spec.loader.exec_module(module)
-        except Exception as exc:
-            del sys.modules[module_name]
+        except BaseException as exc:  # SystemExit at import included: a broken package, not a reason to exit
+            sys.modules.pop(module_name, None)
+            if isinstance(exc, (KeyboardInterrupt, GeneratorExit)):
+                raise
             frame = traceback.extract_tb(exc.__traceback__)[-1]
+            what = " (the package exits at import)" if isinstance(exc, SystemExit) else ""
             raise WorldLoadError(
-                f"{frame.filename}:{frame.lineno}: {type(exc).__name__}: {exc}"
+                f"{frame.filename}:{frame.lineno}: {type(exc).__name__}: {exc}{what}"
             ) from exc
     world = getattr(module, "world", None)
     if not isinstance(world, World):

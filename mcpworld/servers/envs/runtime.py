@@ -374,7 +374,7 @@ class WorldRuntime:
             outcome = Outcome(diff=diff, answer=answer, _initial=open_initial, final=final)
             try:
                 checks = normalize_verdict(task.verify(outcome)).checks
-            except Exception as exc:
+            except (Exception, SystemExit, KeyboardInterrupt) as exc:  # a verifier must not stop the server
                 checks = [Check(name="verifier ran", passed=False, detail=f"{type(exc).__name__}: {_first_line(exc)}")]
             final.rollback()
         for s in initial:

@@ -7,18 +7,26 @@ every task's reference solution runs, passes its verifier, while a no-op episode
 from __future__ import annotations
 
 import inspect
+import os
 import re
+import signal
+import threading
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from mcpworld.models import Check, Verdict
 from mcpworld.servers.envs.diff import StateDiff
 from mcpworld.servers.envs.loader import WorldLoadError, load_world
-from mcpworld.servers.envs.runtime import WorldRuntime
+from mcpworld.servers.envs.runtime import CallResult, Episode, WorldRuntime
 from mcpworld.servers.envs.tools import ArgumentError, build_tool
 from mcpworld.servers.envs.world import Task, World
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{1,62}$")
+CALL_LIMIT_S = float(os.environ.get("MCPWORLD_VALIDATE_CALL_LIMIT_S", "20"))  # per tool call / verifier run
 
 
 @dataclass(frozen=True)
@@ -148,6 +156,76 @@ def _state_of(runtime: WorldRuntime, task: Task) -> StateDiff:
         episode.close()
 
 
+class CallTimeLimit(BaseException):
+    """A tool call or verifier ran past validation's time limit (a BaseException: `except Exception` can't eat it)."""
+
+
+_armed = threading.local()
+
+
+@contextmanager
+def _time_limit(seconds: float, conn: Any = None) -> Iterator[None]:
+    """Stop the block after `seconds`: SIGALRM raises CallTimeLimit in Python code (main thread only), and a
+    cancelled-and-joined timer interrupts a runaway SQL statement on `conn`. No thread outlives the block.
+
+    Off the main thread (or where SIGALRM is missing, or another alarm is pending) only the SQL part applies.
+    Nested uses keep the outer alarm and add their own SQL timer (each episode has its own connection).
+    """
+    if seconds <= 0:
+        yield
+        return
+    outer = getattr(_armed, "on", False)
+    use_alarm = (not outer and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+                 and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0))
+    state = {"live": True}
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        if state["live"]:
+            raise CallTimeLimit(f"did not finish within {seconds:g}s (validation's per-call limit, "
+                                "MCPWORLD_VALIDATE_CALL_LIMIT_S)")
+
+    timer = threading.Timer(seconds, conn.interrupt) if conn is not None and hasattr(conn, "interrupt") else None
+    previous = signal.signal(signal.SIGALRM, on_alarm) if use_alarm else None
+    _armed.on = True
+    try:
+        if timer is not None:
+            timer.daemon = True
+            timer.start()
+        if use_alarm:
+            signal.setitimer(signal.ITIMER_REAL, seconds, 0.5)  # re-fires if the first one is swallowed
+        yield
+    finally:
+        state["live"] = False
+        _armed.on = outer
+        if use_alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0, 0)
+            signal.signal(signal.SIGALRM, previous)
+        if timer is not None:
+            timer.cancel()
+            timer.join()
+
+
+class _LimitedRuntime(WorldRuntime):
+    """The runtime validation uses: each tool call and verifier run is cut off after `limit_s` seconds."""
+
+    limit_s: float = CALL_LIMIT_S
+
+    def call(self, episode: Episode, name: str, arguments: dict[str, Any] | None) -> CallResult:
+        try:
+            with _time_limit(self.limit_s, episode.conn):
+                return super().call(episode, name, arguments)
+        except CallTimeLimit as exc:  # fired outside the tool's own code (the tool's is contained by `call`)
+            return CallResult(error=f"{name} {exc}")
+
+    def verify(self, episode: Episode, answer: str | None) -> Verdict:
+        try:
+            with _time_limit(self.limit_s, episode.conn):
+                return super().verify(episode, answer)
+        except CallTimeLimit as exc:
+            return Verdict(passed=False, score=0.0, checks=[Check(name="verifier ran", passed=False,
+                                                                  detail=f"the verifier {exc}")])
+
+
 def validate(path: str | Path) -> tuple[World | None, list[Problem]]:
     """Load and check the world at `path`; return it (when it loads) and every problem found."""
     init = str(Path(path) / "__init__.py") if Path(path).is_dir() else str(path)
@@ -158,10 +236,10 @@ def validate(path: str | Path) -> tuple[World | None, list[Problem]]:
     problems = _metadata_problems(world, init) + _definition_problems(world, init) + _rule_problems(world, init)
     if problems:
         return world, problems
-    runtime = WorldRuntime(world)
+    runtime = _LimitedRuntime(world)
     try:
         runtime.template(None)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a seed that exits is a broken seed, not a passing validation
         return world, [Problem(_file_of(world.seed, init), "seed", f"{type(exc).__name__}: {str(exc).splitlines()[0]}")]
     for task in world.tasks:
         problems += task_problems(runtime, task, init)

@@ -28,6 +28,7 @@ from mcp.shared.exceptions import MCPError
 from mcpworld import __version__
 from mcpworld import protocol as p
 from mcpworld.models import TaskInfo, ToolCall, Verdict
+from mcpworld.security import Exposure
 from mcpworld.servers.swe.editor import Editor, EditorError
 from mcpworld.servers.swe.grading import grade, repo_dirname
 from mcpworld.servers.swe.instances import Instance
@@ -492,11 +493,15 @@ def build_swe_server(instances_file: str | Path | None = None, backend: str = "l
 SWE_PATH = "/swe/mcp"
 
 
-def swe_routes(sw: SWEServer, host: str = "127.0.0.1") -> list[Any]:
-    """A Mount serving the SWE server at /swe/mcp in any Starlette/FastAPI app (run `running_swe` in its lifespan)."""
+def swe_routes(sw: SWEServer, host: str = "127.0.0.1", exposure: Exposure | None = None) -> list[Any]:
+    """A Mount serving the SWE server at /swe/mcp in any Starlette/FastAPI app (run `running_swe` in its lifespan).
+
+    Its bash tool runs commands, so beyond loopback the endpoint needs the registry token (`mcpworld.security`).
+    """
     from starlette.routing import Mount
 
-    return [Mount("/swe", app=sw.server.streamable_http_app(streamable_http_path="/mcp", host=host))]
+    exposure = exposure or Exposure.of(host)
+    return [Mount("/swe", app=exposure.mcp_app(sw.server))]
 
 
 @contextlib.asynccontextmanager

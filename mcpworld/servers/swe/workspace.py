@@ -8,9 +8,11 @@ and `acquire` hands one over in O(1).
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import logging
 import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -30,20 +32,112 @@ GIT_ENV = {
     "GIT_AUTHOR_NAME": "mcpworld", "GIT_AUTHOR_EMAIL": "swe@mcpworld.invalid",
     "GIT_COMMITTER_NAME": "mcpworld", "GIT_COMMITTER_EMAIL": "swe@mcpworld.invalid",
     "GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "GIT_ADVICE": "0",
+    # no system or user config, no system attributes: only the repository's own config is read, and defused below
+    "GIT_CONFIG_SYSTEM": os.devnull, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_ATTR_NOSYSTEM": "1",
+    "GIT_PAGER": "cat", "GIT_EDITOR": "true", "GIT_SEQUENCE_EDITOR": "true",
 }
 EXCLUDES = "__pycache__/\n*.pyc\n.pytest_cache/\n.mypy_cache/\n*.egg-info/\n.ruff_cache/\n"
+# Command-line config outranks the repository's, so these hold whatever .git/config (which the agent can write)
+# says. Each names a setting that makes git run a program during the commands the server uses.
+SAFE_CONFIG = (
+    ("core.fsmonitor", "false"),             # a hook command run by add/diff/status/checkout
+    ("core.hooksPath", os.devnull),          # post-checkout, pre-commit, reference-transaction, post-index-change...
+    ("core.pager", "cat"),
+    ("core.editor", "true"),
+    ("sequence.editor", "true"),
+    ("core.sshCommand", "false"),
+    ("core.alternateRefsCommand", "true"),   # run on fetches from repositories with alternates
+    ("credential.helper", ""),               # an empty value clears the helper list
+    ("protocol.allow", "never"),             # no ext::, ssh, http: the server only ever reads local paths
+    ("protocol.file.allow", "always"),
+    ("submodule.recurse", "false"),
+    ("fetch.recurseSubmodules", "false"),
+    ("commit.gpgSign", "false"),             # gpg.program would run otherwise
+    ("tag.gpgSign", "false"),
+    ("gc.auto", "0"),                        # no background gc/maintenance processes
+    ("maintenance.auto", "false"),
+    ("advice.detachedHead", "false"),
+)
+# Subcommands that diff: an external diff (diff.external, diff.<driver>.command) or a textconv filter could run.
+# Empty values for those settings make git fail ("cannot run"), so they are switched off by flags instead.
+_DIFFING = {"diff", "show", "log", "format-patch"}
+_FILTER_KEY = re.compile(r"^filter\.(.+)\.(clean|smudge|process|required)$", re.IGNORECASE)
+_git_home: list[str] = []
 
 
 class WorkspaceError(RuntimeError):
     """A repository source, commit or patch problem; the message says which and why."""
 
 
+def _empty_home() -> str:
+    """A private empty directory for git's HOME/XDG_CONFIG_HOME (no ~/.gitconfig, ~/.config/git/attributes)."""
+    if not _git_home:
+        path = tempfile.mkdtemp(prefix="mcpworld-git-home-")
+        atexit.register(shutil.rmtree, path, True)
+        _git_home.append(path)
+    return _git_home[0]
+
+
+def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """git's whole environment: PATH, an empty HOME, a locale, fixed identity. Nothing else from ours (no GIT_*
+    variables, no tokens or keys), so even a program git were made to run would learn no secret."""
+    env = {"PATH": os.environ.get("PATH") or os.defpath, "HOME": _empty_home(), "XDG_CONFIG_HOME": _empty_home(),
+           "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", **GIT_ENV}
+    if os.environ.get("TMPDIR"):
+        env["TMPDIR"] = os.environ["TMPDIR"]
+    return {**env, **(extra or {})}
+
+
+def _config_env(pairs: list[tuple[str, str]]) -> dict[str, str]:
+    """GIT_CONFIG_COUNT/KEY/VALUE: command-line config without `-c`'s parsing of '=' and '.' in names."""
+    env = {"GIT_CONFIG_COUNT": str(len(pairs))}
+    for i, (key, value) in enumerate(pairs):
+        env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
+    return env
+
+
+def _repo_args(cwd: str | Path | None) -> list[str]:
+    """For a checkout, name its git dir and work tree explicitly (a `core.worktree` in its config can't move it)."""
+    if cwd is not None and (Path(cwd) / ".git").exists():
+        return [f"--git-dir={Path(cwd) / '.git'}", f"--work-tree={cwd}"]
+    return []
+
+
+def _filter_overrides(repo: list[str], cwd: str | Path | None, env: dict[str, str]) -> list[tuple[str, str]]:
+    """Empty every filter driver (`filter.<name>.clean/smudge/process`) the repository's config defines: a
+    .gitattributes line `* filter=<name>` would otherwise run it on add/checkout/diff/apply."""
+    if cwd is None:
+        return []
+    proc = subprocess.run(["git", *repo, "config", "--null", "--list"], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=30)
+    drivers: dict[str, None] = {}
+    for entry in proc.stdout.split(b"\0"):
+        key = entry.split(b"\n", 1)[0].decode("utf-8", "surrogateescape")
+        match = _FILTER_KEY.match(key)
+        if match:
+            drivers[match.group(1)] = None
+    return [(f"filter.{name}.{var}", "false" if var == "required" else "")
+            for name in drivers for var in ("clean", "smudge", "process", "required")]
+
+
 def git(*args: str, cwd: str | Path | None = None, input: str | None = None, env: dict[str, str] | None = None,
         check: bool = True, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
-    """Run git without user/system config surprises (no pager, no prompts, fixed identity)."""
-    full_env = {**os.environ, **GIT_ENV, "HOME": str(home()), **(env or {})}
-    proc = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false", *args],
-                          cwd=cwd, input=input, env=full_env, capture_output=True, text=True, timeout=timeout)
+    """Run git as the server's own tool, whatever the repository's config says (the only way the SWE server runs
+    git: workspace, grading, builder, world models).
+
+    A scrubbed environment (`git_env`); no system/user config; `SAFE_CONFIG` and emptied filter drivers outrank
+    the repository's config; diffs without external diff or textconv; no pager, prompts or stdin; an explicit
+    git dir and work tree for checkouts. `env` adds trusted variables (GIT_INDEX_FILE, fixed dates).
+    """
+    base_env = git_env(env)
+    repo = _repo_args(cwd)
+    pairs = [*SAFE_CONFIG, *_filter_overrides(repo, cwd, base_env)]
+    command = list(args)
+    if command and command[0] in _DIFFING:
+        command[1:1] = ["--no-ext-diff", "--no-textconv"]
+    proc = subprocess.run(["git", "--no-pager", *repo, *command], cwd=cwd, input=input, env={**base_env,
+                          **_config_env(pairs)}, capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL if input is None else None)
     if check and proc.returncode != 0:
         raise WorkspaceError(f"git {' '.join(args[:3])} failed: {(proc.stderr or proc.stdout).strip()[:2000]}")
     return proc
@@ -190,17 +284,65 @@ def checkout(bare: Path, commit: str, name: str, base_dir: str | None = None) ->
     return Workspace(root=root, base_commit=commit, parent=parent)
 
 
+_PATCH_PATHS = re.compile(r"^(?:diff --git (.+)|--- (.+)|\+\+\+ (.+)|(?:rename|copy) (?:from|to) (.+))$", re.MULTILINE)
+
+
+def _unquote(path: str) -> str:
+    """A path as git or diff wrote it: C-quoted ("a/\\056git/x") or plain, then without a tab-separated date."""
+    path = path.strip()
+    if path.startswith('"'):
+        end = path.find('"', 1)
+        while end > 0 and path[end - 1] == "\\":
+            end = path.find('"', end + 1)
+        raw = path[1:end if end > 0 else None]
+        try:
+            return raw.encode("latin-1", "backslashreplace").decode("unicode_escape").encode("latin-1").decode(
+                "utf-8", "replace")
+        except (UnicodeError, ValueError):
+            return raw
+    return path.split("\t", 1)[0]
+
+
+def patch_path_problems(patch: str) -> list[str]:
+    """Paths in a patch that must never be written: anything under a `.git` folder (its config could make git
+    run commands), absolute paths and `..` escapes. `git apply` refuses some of these, `patch` not all.
+
+    `---`/`+++` lines are checked for `.git` only: inside a hunk they may be content ("-- comment" removed).
+    """
+    bad = []
+    for match in _PATCH_PATHS.finditer(patch):
+        text = next(g for g in match.groups() if g is not None)
+        header = match.group(2) is None and match.group(3) is None  # diff --git / rename / copy: never content
+        paths = [text] if not match.group(1) else re.findall(r'"(?:[^"\\]|\\.)*"|\S+', text)
+        for path in map(_unquote, paths):
+            if path == "/dev/null":
+                continue
+            parts = re.split(r"[/\\]", path)
+            dotgit = {part.rstrip(". ").lower() for part in parts if part not in (".", "..")}  # ".GIT." too
+            if ".git" in dotgit or (header and (path.startswith(("/", "\\")) or ".." in parts)):
+                bad.append(path)
+    return sorted(set(bad))
+
+
 def apply_patch(root: Path, patch: str, what: str = "patch") -> None:
-    """Apply a unified diff in `root`: `git apply`, then `patch --fuzz` like SWE-bench; raise with both errors."""
+    """Apply a unified diff in `root`: `git apply`, then `patch --fuzz` like SWE-bench; raise with both errors.
+
+    A patch that touches `.git/` (or escapes the checkout) is refused before anything is applied.
+    """
     if not patch.endswith("\n"):
         patch += "\n"
+    refused = patch_path_problems(patch)
+    if refused:
+        raise WorkspaceError(f"{what} refused: it writes outside the repository's files ({', '.join(refused[:5])})")
     first = git("apply", "--verbose", "--whitespace=nowarn", "-", cwd=root, input=patch, check=False)
     if first.returncode == 0:
         return
     errors = first.stderr.strip()
     if shutil.which("patch"):
-        second = subprocess.run(["patch", "--batch", "--fuzz=5", "-p1", "--forward", "--no-backup-if-mismatch"],
-                                cwd=root, input=patch, capture_output=True, text=True, timeout=60)
+        # -u: read only unified hunks (never an ed script, which `patch` would hand to ed); git's clean env
+        second = subprocess.run(["patch", "-u", "--batch", "--fuzz=5", "-p1", "--forward",
+                                 "--no-backup-if-mismatch"], cwd=root, input=patch, capture_output=True, text=True,
+                                timeout=60, env=git_env())
         if second.returncode == 0:
             return
         git("checkout", "--quiet", "--", ".", cwd=root, check=False)  # undo a half-applied fallback

@@ -20,6 +20,7 @@ from jsonschema import Draft202012Validator
 from mcp.server.lowlevel.server import Server
 
 from mcpworld import __version__
+from mcpworld.security import Exposure
 from mcpworld.servers.swe.instances import Instance
 from mcpworld.servers.swe.shell import ExecResult, format_result
 from mcpworld.servers.swe.workspace import WorkspaceError, WorkspacePool
@@ -245,11 +246,12 @@ class MountedWorldModel:
     def record(self, base_url: str) -> dict[str, Any]:
         return world_model_record(self.name, base_url, self.facts)
 
-    def routes(self, host: str = "127.0.0.1") -> list[Any]:
+    def routes(self, host: str = "127.0.0.1", exposure: Exposure | None = None) -> list[Any]:
+        """The Mount at /world-models/<name>/mcp; beyond loopback it needs the registry token (`mcpworld.security`)."""
         from starlette.routing import Mount
 
-        return [Mount(f"{BASE_PATH}/{self.name}",
-                      app=self.server.streamable_http_app(streamable_http_path="/mcp", host=host))]
+        exposure = exposure or Exposure.of(host)
+        return [Mount(f"{BASE_PATH}/{self.name}", app=exposure.mcp_app(self.server))]
 
 
 def build_swt_server(config: WorldModelConfig, instances: list[Instance] | None = None) -> SWTServer | None:
