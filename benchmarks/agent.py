@@ -12,9 +12,9 @@ import anyio
 from benchmarks.common import Row
 from mcpworld.agent.policies import OraclePolicy
 from mcpworld.agent.runner import RunSpec, list_tasks, run
-from mcpworld.servers.envs.host import load_runtime
-from mcpworld.servers.envs.loader import discover
-from mcpworld.testing import free_port, mcpworld_cmd, wait_http
+from mcpworld.core.testing import free_port, mcpworld_cmd, wait_http
+from mcpworld.worlds.host import load_runtime
+from mcpworld.worlds.loader import discover
 
 
 def _direct_rate() -> float:

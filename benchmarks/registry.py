@@ -11,9 +11,9 @@ import httpx
 from sqlmodel import Session
 
 from benchmarks.common import Row, p50, timed
+from mcpworld.core.testing import free_port, mcpworld_cmd, wait_http
 from mcpworld.registry.records import local_record
 from mcpworld.registry.store import RegistryStore, ServerRow
-from mcpworld.testing import free_port, mcpworld_cmd, wait_http
 
 
 def fill(url: str, n: int) -> None:

@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 
 from benchmarks.common import Row, p50, timed
-from mcpworld.servers.swe.builder import build_instances
-from mcpworld.servers.swe.editor import Editor
-from mcpworld.servers.swe.instances import load_instances
-from mcpworld.servers.swe.lsp import LspSession
-from mcpworld.servers.swe.workspace import RepoCache, WorkspacePool, git
+from mcpworld.swe.builder import build_instances
+from mcpworld.swe.editor import Editor
+from mcpworld.swe.instances import load_instances
+from mcpworld.swe.lsp import LspSession
+from mcpworld.swe.workspace import RepoCache, WorkspacePool, git
 
 
 def make_repo(dest: Path, megabytes: int = 50) -> Path:

@@ -13,11 +13,11 @@ from mcp import Client, StdioServerParameters
 from mcp.server.mcpserver import MCPServer
 
 from benchmarks.common import Row, p50, pct, timed
-from mcpworld.protocol import EpisodeControl
-from mcpworld.servers.envs.host import load_runtime
-from mcpworld.servers.envs.runtime import WorldRuntime
-from mcpworld.servers.envs.server import WorldServer
-from mcpworld.testing import free_port, mcpworld_cmd, wait_http
+from mcpworld.core.protocol import EpisodeControl
+from mcpworld.core.testing import free_port, mcpworld_cmd, wait_http
+from mcpworld.worlds.host import load_runtime
+from mcpworld.worlds.runtime import WorldRuntime
+from mcpworld.worlds.server import WorldServer
 
 ECHO_SCRIPT = """
 from mcp.server.mcpserver import MCPServer
@@ -198,8 +198,8 @@ def scaled_airline(rows: int) -> WorldRuntime:
     """The airline world with `rows` extra reservations, to time verification on a big table."""
     from dataclasses import replace
 
-    from mcpworld.servers.envs.catalog.airline import world
-    from mcpworld.servers.envs.catalog.airline.models import Reservation
+    from mcpworld.worlds.catalog.airline import world
+    from mcpworld.worlds.catalog.airline.models import Reservation
 
     def seed(db) -> None:
         world.seed(db)

@@ -1,3 +1,3 @@
-from mcpworld.cli import main
+from mcpworld.app.cli import main
 
 main()

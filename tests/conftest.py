@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpworld.testing import free_port, mcpworld_cmd, wait_http
+from mcpworld.core.testing import free_port, mcpworld_cmd, wait_http
 
 # One registry token for the test process and every server it starts (each has its own MCPWORLD_HOME):
 # the oracle policy presents it to fetch reference solutions, which servers give no one else.

@@ -13,12 +13,13 @@ import pytest
 
 from mcpworld.agent.formats import get_format
 from mcpworld.agent.loop import EpisodeConfig, window
-from mcpworld.agent.policies import OpenAIPolicy, OraclePolicy, RandomPolicy, ReplayPolicy, random_value
+from mcpworld.agent.policies import OpenAIPolicy, OraclePolicy, RandomPolicy, ReplayPolicy
 from mcpworld.agent.runner import RunSpec, best_of_n, list_tasks, run
 from mcpworld.agent.trajectory import Trajectory, TrajectoryWriter, read_trajectories
-from mcpworld.llm import ChatClient
-from mcpworld.llm_replay import ReplayLLM, serve
-from mcpworld.testing import free_port, mcpworld_cmd, wait_http
+from mcpworld.core.llm import ChatClient
+from mcpworld.core.llm_replay import ReplayLLM, serve
+from mcpworld.core.schemas import random_value
+from mcpworld.core.testing import free_port, mcpworld_cmd, wait_http
 
 CANCEL = "booked reservation ZFA04Y an hour ago"  # the cancel-within-24h instruction
 
@@ -214,7 +215,7 @@ def test_random_values_satisfy_schemas() -> None:
 
 
 def test_best_of_n_picks_the_best_sample() -> None:
-    from mcpworld.models import Verdict
+    from mcpworld.core.models import Verdict
 
     def t(sample: int, score: float) -> Trajectory:
         return Trajectory(server="s", task="x", sample=sample, policy="p",

@@ -7,7 +7,7 @@ import datetime
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from mcpworld.servers.envs.answers import (
+from mcpworld.worlds.answers import (
     AnswerContext,
     AnswerPart,
     Count,

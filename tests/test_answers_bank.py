@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mcpworld.servers.envs.loader import CATALOG_DIR, load_world
-from mcpworld.servers.envs.runtime import WorldRuntime
-from mcpworld.servers.envs.world import call
+from mcpworld.worlds.loader import CATALOG_DIR, load_world
+from mcpworld.worlds.runtime import WorldRuntime
+from mcpworld.worlds.world import call
 
 RT = WorldRuntime(load_world(CATALOG_DIR / "bank"))
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from mcpworld.models import ToolCall
-from mcpworld.servers.envs.loader import CATALOG_DIR, load_world
-from mcpworld.servers.envs.runtime import WorldRuntime
+from mcpworld.core.models import ToolCall
+from mcpworld.worlds.loader import CATALOG_DIR, load_world
+from mcpworld.worlds.runtime import WorldRuntime
 
 RT = WorldRuntime(load_world(CATALOG_DIR / "calendar"))
 

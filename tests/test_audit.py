@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mcpworld.cli import main
-from mcpworld.servers.envs.audit import AuditReport, audit, paraphrases, shift_numbers
-from mcpworld.servers.envs.loader import load_world
-from mcpworld.servers.envs.runtime import UnknownTask, WorldRuntime
+from mcpworld.app.cli import main
+from mcpworld.worlds.audit import AuditReport, audit, paraphrases, shift_numbers
+from mcpworld.worlds.loader import load_world
+from mcpworld.worlds.runtime import UnknownTask, WorldRuntime
 
 # A tiny fruit stall. Honest tasks: `restock` (state), `count-stocked` (a Count answer), `refuse-plum` (a refusal,
 # two rules). Deliberately weak: `note-pear` lets a free-text column the user dictated through (the note is in
@@ -20,8 +20,8 @@ from mcpworld.servers.envs.runtime import UnknownTask, WorldRuntime
 WORLD = '''
 from sqlmodel import Field, select
 
-from mcpworld.servers.envs.answers import Count
-from mcpworld.servers.envs.world import Rule, Session, Task, ToolError, World, call, fetch, tool, world_base
+from mcpworld.worlds.answers import Count
+from mcpworld.worlds.world import Rule, Session, Task, ToolError, World, call, fetch, tool, world_base
 
 Base = world_base()
 
@@ -190,8 +190,8 @@ def test_task_selection_and_unknown_task(world_path: Path) -> None:
 
 
 def test_paraphrases_and_wrong_numbers() -> None:
-    from mcpworld.servers.envs.answers import Count, DateAnswer, Entities, Number, TimeAnswer
-    from mcpworld.servers.envs.world import Task
+    from mcpworld.worlds.answers import Count, DateAnswer, Entities, Number, TimeAnswer
+    from mcpworld.worlds.world import Task
 
     def said(*parts):  # type: ignore[no-untyped-def]
         return paraphrases(Task(id="t", instruction="", answer="ref", expect=list(parts)))
@@ -238,7 +238,7 @@ def test_same_report_in_every_process(world_path: Path, report: AuditReport, tmp
     import os
     import subprocess
 
-    from mcpworld.testing import mcpworld_cmd
+    from mcpworld.core.testing import mcpworld_cmd
 
     out = tmp_path / "audit.json"
     subprocess.run(mcpworld_cmd("world", "audit", str(world_path), "--quiet", "--json", str(out)),

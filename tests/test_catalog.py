@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mcpworld.servers.envs.loader import CATALOG_DIR, discover, load_world
-from mcpworld.servers.envs.runtime import WorldRuntime
-from mcpworld.servers.envs.validate import validate
+from mcpworld.worlds.loader import CATALOG_DIR, discover, load_world
+from mcpworld.worlds.runtime import WorldRuntime
+from mcpworld.worlds.validate import validate
 
 CATALOG = sorted(p.name for p in CATALOG_DIR.iterdir() if (p / "__init__.py").is_file())
 RUNTIMES = {name: WorldRuntime(load_world(CATALOG_DIR / name)) for name in CATALOG}

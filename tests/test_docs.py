@@ -6,7 +6,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from mcpworld.testing import mcpworld_cmd
+from mcpworld.core.testing import mcpworld_cmd
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 

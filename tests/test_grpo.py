@@ -36,7 +36,7 @@ def test_reward_rises_on_the_toy_world(tmp_path: Path) -> None:
 
 @pytest.mark.anyio
 async def test_a_step_changes_the_weights(tmp_path: Path) -> None:
-    from mcpworld.protocol import EpisodeControl
+    from mcpworld.core.protocol import EpisodeControl
     from mcpworld.trainer.grpo import GRPOConfig, GRPOTrainer
     from mcpworld.trainer.grpo_run import open_world
     from mcpworld.trainer.tiny import tiny_model, tiny_tokenizer

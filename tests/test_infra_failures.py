@@ -26,9 +26,9 @@ from mcpworld.agent.loop import EpisodeConfig
 from mcpworld.agent.policies import OraclePolicy, ReplayPolicy
 from mcpworld.agent.runner import RunSpec, list_tasks, run
 from mcpworld.agent.trajectory import TornLineWarning, Trajectory, TrajectoryWriter, read_trajectories
-from mcpworld.llm import ChatClient
-from mcpworld.models import Verdict
-from mcpworld.testing import free_port, mcpworld_cmd, wait_http
+from mcpworld.core.llm import ChatClient
+from mcpworld.core.models import Verdict
+from mcpworld.core.testing import free_port, mcpworld_cmd, wait_http
 from mcpworld.trainer.cli import train_group
 from mcpworld.trainer.curriculum import pass_rates
 from mcpworld.trainer.rewards import InfraErrorNotScored, JudgeReward, verifier_reward
@@ -178,7 +178,7 @@ class CrashingOracle(OraclePolicy):
 ])
 def test_failures_on_our_side_are_infra_errors_without_reward(worlds_url: str, tmp_path: Path, policy, task_id: str,
                                                               reason: str) -> None:
-    from mcpworld.models import TaskInfo
+    from mcpworld.core.models import TaskInfo
 
     url = f"{worlds_url}/worlds/airline/mcp"
     task = TaskInfo(id=task_id, instruction="Cancel reservation ZFA04Y.")
@@ -452,7 +452,7 @@ class _Engine:
 
 
 def _cancel_script(call) -> list[str]:  # type: ignore[no-untyped-def]
-    from mcpworld.models import ToolCall
+    from mcpworld.core.models import ToolCall
 
     get = ToolCall(name="get_reservation", arguments={"reservation_id": "ZFA04Y"})
     cancel = ToolCall(name="cancel_reservation", arguments={"reservation_id": "ZFA04Y", "reason": "change_of_plan"})

@@ -71,7 +71,7 @@ def calls(*steps) -> str:
 
 
 def test_bridge_rewards_ranges_and_errors(worlds_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcpworld.models import ToolCall
+    from mcpworld.core.models import ToolCall
 
     monkeypatch.setenv("MCPWORLD_INFRA_BACKOFF_S", "0")  # the dead server is retried: do not wait between tries
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from sqlmodel import Field
 
-from mcpworld.models import Check
-from mcpworld.servers.envs.runtime import WorldRuntime, normalize_verdict
-from mcpworld.servers.envs.world import Session, Task, World, call, fetch, new_id, tool, world_base
+from mcpworld.core.models import Check
+from mcpworld.worlds.runtime import WorldRuntime, normalize_verdict
+from mcpworld.worlds.world import Session, Task, World, call, fetch, new_id, tool, world_base
 
 Base = world_base()
 

@@ -25,26 +25,26 @@ import pytest
 from mcp import Client
 from mcp.server.lowlevel.server import Server
 
+from mcpworld.app.up import Stack, build_app
+from mcpworld.core.security import Exposure
+from mcpworld.core.serving import serve_in_thread
+from mcpworld.core.testing import free_port, mcpworld_cmd, wait_http
 from mcpworld.registry.api import create_app
 from mcpworld.registry.connect import ConnectError, bearer_for, connect
 from mcpworld.registry.health import check_record
 from mcpworld.registry.records import MAX_RECORD_BYTES, RecordError, local_record, validate_record
 from mcpworld.registry.store import RegistryStore
-from mcpworld.security import Exposure
-from mcpworld.servers.envs.episodes import EpisodeLimits
-from mcpworld.servers.envs.host import build_servers, worlds_app
-from mcpworld.servers.envs.loader import load_world
-from mcpworld.servers.envs.runtime import WorldRuntime
-from mcpworld.servers.envs.server import WorldServer
-from mcpworld.servers.swe.builder import build_instances
-from mcpworld.servers.swe.grading import grade, reset_test_files
-from mcpworld.servers.swe.instances import Instance, load_instances
-from mcpworld.servers.swe.server import SWEOptions, SWEServer
-from mcpworld.servers.swe.workspace import RepoCache, WorkspacePool, apply_patch, git, git_env
-from mcpworld.servers.world.servers import MountedWorldModel
-from mcpworld.serving import serve_in_thread
-from mcpworld.testing import free_port, mcpworld_cmd, wait_http
-from mcpworld.up import Stack, build_app
+from mcpworld.swe.builder import build_instances
+from mcpworld.swe.grading import grade, reset_test_files
+from mcpworld.swe.instances import Instance, load_instances
+from mcpworld.swe.server import SWEOptions, SWEServer
+from mcpworld.swe.workspace import RepoCache, WorkspacePool, apply_patch, git, git_env
+from mcpworld.worldmodels.servers import MountedWorldModel
+from mcpworld.worlds.episodes import EpisodeLimits
+from mcpworld.worlds.host import build_servers, worlds_app
+from mcpworld.worlds.loader import load_world
+from mcpworld.worlds.runtime import WorldRuntime
+from mcpworld.worlds.server import WorldServer
 
 TOKEN = os.environ["MCPWORLD_REGISTRY_TOKEN"]  # conftest sets it for the whole session
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -274,7 +274,7 @@ async def test_connect_and_health_refuse_to_launch_a_forbidden_runtime(tmp_path:
 WORLD = '''
 import sys, time
 from sqlmodel import Field
-from mcpworld.servers.envs.world import Session, Task, World, call, tool, world_base
+from mcpworld.worlds.world import Session, Task, World, call, tool, world_base
 
 Base = world_base()
 
@@ -356,7 +356,7 @@ def test_tool_raising_system_exit_is_a_failed_call_rolled_back(tmp_path: Path) -
 
 
 def test_served_world_survives_a_tool_that_exits(tmp_path: Path) -> None:
-    from mcpworld.servers.envs.host import load_runtime
+    from mcpworld.worlds.host import load_runtime
 
     server = WorldServer(load_runtime(str(write_world(tmp_path))), EpisodeLimits())
     with serve_in_thread(worlds_app([server]), free_port()) as base:
@@ -393,7 +393,7 @@ def test_validate_cuts_off_runaway_calls_without_leaking_threads(tmp_path: Path)
     pkg = write_world(tmp_path, extra_tasks=tasks)
     script = textwrap.dedent(f"""
         import threading
-        from mcpworld.servers.envs import validate as v
+        from mcpworld.worlds import validate as v
         v._LimitedRuntime.limit_s = 1.0
         before = threading.active_count()
         world, problems = v.validate({str(pkg)!r})

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from mcpworld.servers.swe.editor import CLIPPED_NOTE, Editor, EditorError
-from mcpworld.servers.swe.lsp import LspError, LspSession
-from mcpworld.servers.swe.search import SearchError, search
+from mcpworld.swe.editor import CLIPPED_NOTE, Editor, EditorError
+from mcpworld.swe.lsp import LspError, LspSession
+from mcpworld.swe.search import SearchError, search
 
 SOURCE = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
 

@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mcpworld.servers.swe.builder import build_instances
-from mcpworld.servers.swe.cli import swe_group
-from mcpworld.servers.swe.editor import Editor
-from mcpworld.servers.swe.grading import grade, parse_pytest, parse_unittest, resolution
-from mcpworld.servers.swe.grading import tests_status as status_of
-from mcpworld.servers.swe.instances import Instance, load_instances
-from mcpworld.servers.swe.oracle import solution_calls
-from mcpworld.servers.swe.shell import LocalBackend
-from mcpworld.servers.swe.workspace import WorkspacePool, apply_patch
+from mcpworld.app.swe_cli import swe_group
+from mcpworld.swe.builder import build_instances
+from mcpworld.swe.editor import Editor
+from mcpworld.swe.grading import grade, parse_pytest, parse_unittest, resolution
+from mcpworld.swe.grading import tests_status as status_of
+from mcpworld.swe.instances import Instance, load_instances
+from mcpworld.swe.oracle import solution_calls
+from mcpworld.swe.shell import LocalBackend
+from mcpworld.swe.workspace import WorkspacePool, apply_patch
 
 PYTEST_LOG = """\
 test_b.py::test_a PASSED                                                 [ 14%]

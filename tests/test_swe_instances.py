@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from mcpworld.servers.swe.builder import build_instances, builtin_instances
-from mcpworld.servers.swe.instances import Instance, InstanceError, load_instances
-from mcpworld.servers.swe.workspace import RepoCache, WorkspaceError, WorkspacePool, apply_patch
+from mcpworld.swe.builder import build_instances, builtin_instances
+from mcpworld.swe.instances import Instance, InstanceError, load_instances
+from mcpworld.swe.workspace import RepoCache, WorkspaceError, WorkspacePool, apply_patch
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +176,7 @@ def test_local_folder_source_gets_new_commits(tmp_path: Path, built: Path) -> No
     shutil.copytree(built.parent / "repos" / "minicalc", repo)
     cache = RepoCache(tmp_path / "cache")
     cache.bare(str(repo))
-    from mcpworld.servers.swe.workspace import git
+    from mcpworld.swe.workspace import git
 
     (repo / "NEW.md").write_text("hi\n")
     git("add", "-A", cwd=repo)
@@ -205,7 +205,7 @@ def test_pool_keeps_at_most_max_spares_least_recently_used_out(built: Path) -> N
 
 def test_same_size_edit_right_after_checkout_is_in_the_diff(built: Path) -> None:
     # git trusts cached stat data unless a file is "racily clean"; the submit index must keep that judgement
-    from mcpworld.servers.swe.editor import Editor
+    from mcpworld.swe.editor import Editor
 
     inst: Instance = load_instances(built)[1]
     pool = WorkspacePool(warm=0)

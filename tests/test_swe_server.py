@@ -11,13 +11,16 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from mcpworld.protocol import EpisodeControl
-from mcpworld.servers.swe.builder import build_instances
-from mcpworld.servers.swe.instances import load_instances
-from mcpworld.servers.swe.server import SWEOptions, SWEServer, swe_record
+from mcpworld.app.up import swe_record
+from mcpworld.core.protocol import EpisodeControl
+from mcpworld.swe.builder import build_instances
+from mcpworld.swe.instances import load_instances
+from mcpworld.swe.server import SWEOptions, SWEServer
 
 pytestmark = pytest.mark.anyio
 DOMAIN_TOOLS = {"str_replace_editor", "bash", "search", "lsp", "submit"}
+
+TOKEN = os.environ["MCPWORLD_REGISTRY_TOKEN"]  # set by conftest: unlocks reference solutions
 
 
 @pytest.fixture(scope="module")
@@ -184,11 +187,11 @@ def test_swe_record_is_a_valid_server_json() -> None:
 async def test_stdio_process_runs_an_episode(instances_file: Path, mode: str) -> None:
     params = StdioServerParameters(
         command=sys.executable, env=dict(os.environ),
-        args=["-m", "mcpworld.servers.swe", "serve", "--stdio", "--instances", str(instances_file), "--warm", "0"])
+        args=["-m", "mcpworld.swe", "serve", "--stdio", "--instances", str(instances_file), "--warm", "0"])
     async with Client(params, mode=mode) as client:
         assert {t.name for t in (await client.list_tools()).tools} == DOMAIN_TOOLS
         ctl = EpisodeControl(client)
-        task = next(t for t in (await ctl.tasks(token=os.environ["MCPWORLD_REGISTRY_TOKEN"])).tasks if t.id == "mcpworld__minicalc-3")
+        task = next(t for t in (await ctl.tasks(token=TOKEN)).tasks if t.id == "mcpworld__minicalc-3")
         started = await ctl.start(task.id)
         root = _root(started.instruction)
         for step in task.solution:
@@ -211,7 +214,7 @@ async def test_agent_oracle_policy_solves_an_instance(sw: SWEServer) -> None:
 
     async with Client(sw.server) as client:
         ctl = EpisodeControl(client)
-        task = next(t for t in (await ctl.tasks(token=os.environ["MCPWORLD_REGISTRY_TOKEN"])).tasks if t.id == "mcpworld__textkit-2")
+        task = next(t for t in (await ctl.tasks(token=TOKEN)).tasks if t.id == "mcpworld__textkit-2")
         traj = await run_episode(ctl, "swe", task, OraclePolicy())
         assert traj.reward == 1.0 and traj.verdict is not None and traj.verdict.passed, traj.error
     assert len(sw) == 0  # the loop closed its episode, and the workspace with it

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpworld.servers.swe.shell import (
+from mcpworld.swe.shell import (
     BackendUnavailable,
     ExecResult,
     ExecutionBackend,

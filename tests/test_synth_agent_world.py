@@ -16,21 +16,21 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client, StdioServerParameters
 
-from mcpworld.protocol import EpisodeControl
-from mcpworld.servers.envs.audit import audit
-from mcpworld.servers.envs.loader import load_world
-from mcpworld.servers.envs.runtime import WorldRuntime
-from mcpworld.servers.envs.server import WorldServer
-from mcpworld.servers.synth.agent_world import (
+from mcpworld.core.protocol import EpisodeControl
+from mcpworld.synth.agent_world import (
     PACKAGE_INIT,
     Limits,
     find_environments,
     import_environment,
     read_environment,
 )
-from mcpworld.servers.synth.cli import synth_group
-from mcpworld.servers.synth.graph import build_graph, fill_args
-from mcpworld.servers.synth.taskspec import load_tasks
+from mcpworld.synth.cli import synth_group
+from mcpworld.synth.graph import build_graph, fill_args
+from mcpworld.synth.taskspec import load_tasks
+from mcpworld.worlds.audit import audit
+from mcpworld.worlds.loader import load_world
+from mcpworld.worlds.runtime import WorldRuntime
+from mcpworld.worlds.server import WorldServer
 
 AGENT_WORLD = Path(__file__).resolve().parents[2] / "shared/thirdparty/agent-world"
 SAMPLES = [c.name.split("_")[0] for c in find_environments(AGENT_WORLD)] if AGENT_WORLD.is_dir() else []

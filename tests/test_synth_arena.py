@@ -9,13 +9,13 @@ from click.testing import CliRunner
 
 from mcpworld.agent.policies import OpenAIPolicy, OraclePolicy, RandomPolicy
 from mcpworld.agent.trajectory import CallRecord, Step, Trajectory
-from mcpworld.llm import ChatClient
-from mcpworld.llm_replay import ReplayLLM, serve
-from mcpworld.models import Check, TaskInfo, ToolCall, Verdict
-from mcpworld.servers.synth.arena import Arena, classify, run_arena
-from mcpworld.servers.synth.cli import synth_group
-from mcpworld.servers.synth.taskspec import load_tasks
-from mcpworld.testing import free_port
+from mcpworld.core.llm import ChatClient
+from mcpworld.core.llm_replay import ReplayLLM, serve
+from mcpworld.core.models import Check, TaskInfo, ToolCall, Verdict
+from mcpworld.core.testing import free_port
+from mcpworld.synth.arena import Arena, classify, run_arena
+from mcpworld.synth.cli import synth_group
+from mcpworld.synth.taskspec import load_tasks
 
 
 def test_arena_targets_the_weakest_world(tmp_path: Path) -> None:

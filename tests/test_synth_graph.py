@@ -18,20 +18,20 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client
 
-from mcpworld.llm import ChatClient
-from mcpworld.llm_replay import ReplayLLM, serve
-from mcpworld.protocol import EpisodeControl
-from mcpworld.servers.envs.answers import Count, DateAnswer, Entities, Number, TimeAnswer
-from mcpworld.servers.envs.audit import audit, number_words
-from mcpworld.servers.envs.loader import CATALOG_DIR, load_world
-from mcpworld.servers.envs.runtime import WorldRuntime
-from mcpworld.servers.envs.server import WorldServer
-from mcpworld.servers.envs.world import World
-from mcpworld.servers.synth.cli import synth_group
-from mcpworld.servers.synth.graph import build_graph, canonical, graph_tasks, honest, leaks
-from mcpworld.servers.synth.programmatic import TEMPLATE, programmatic_tasks, run_script
-from mcpworld.servers.synth.taskspec import AnswerCheck, Dropped, SynthTask, load_tasks, save_tasks, with_tasks
-from mcpworld.testing import free_port
+from mcpworld.core.llm import ChatClient
+from mcpworld.core.llm_replay import ReplayLLM, serve
+from mcpworld.core.protocol import EpisodeControl
+from mcpworld.core.testing import free_port
+from mcpworld.synth.cli import synth_group
+from mcpworld.synth.graph import build_graph, canonical, graph_tasks, honest, leaks
+from mcpworld.synth.programmatic import TEMPLATE, programmatic_tasks, run_script
+from mcpworld.synth.taskspec import AnswerCheck, Dropped, SynthTask, load_tasks, save_tasks, with_tasks
+from mcpworld.worlds.answers import Count, DateAnswer, Entities, Number, TimeAnswer
+from mcpworld.worlds.audit import audit, number_words
+from mcpworld.worlds.loader import CATALOG_DIR, load_world
+from mcpworld.worlds.runtime import WorldRuntime
+from mcpworld.worlds.server import WorldServer
+from mcpworld.worlds.world import World
 
 WORLDS = ["airline", "shop"]
 
@@ -379,7 +379,7 @@ def test_graph_tasks_cli_says_what_it_dropped() -> None:
 
 
 def test_a_model_may_add_edges_between_real_tools_only() -> None:
-    from mcpworld.servers.synth.graph import add_model_edges
+    from mcpworld.synth.graph import add_model_edges
 
     runtime = WorldRuntime(base("shop"))
     graph = build_graph(runtime, random.Random(0))

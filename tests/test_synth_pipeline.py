@@ -13,16 +13,16 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from mcpworld.llm import ChatClient
-from mcpworld.llm_replay import ReplayLLM, serve
-from mcpworld.servers.envs.audit import audit
-from mcpworld.servers.envs.loader import discover
-from mcpworld.servers.envs.runtime import WorldRuntime
-from mcpworld.servers.envs.validate import validate
-from mcpworld.servers.synth.cli import synth_group
-from mcpworld.servers.synth.install import register_record
-from mcpworld.servers.synth.pipeline import Pipeline, existing_world_ok, read_scenarios, slug
-from mcpworld.testing import free_port
+from mcpworld.core.llm import ChatClient
+from mcpworld.core.llm_replay import ReplayLLM, serve
+from mcpworld.core.testing import free_port
+from mcpworld.synth.cli import synth_group
+from mcpworld.synth.install import register_record
+from mcpworld.synth.pipeline import Pipeline, existing_world_ok, read_scenarios, slug
+from mcpworld.worlds.audit import audit
+from mcpworld.worlds.loader import discover
+from mcpworld.worlds.runtime import WorldRuntime
+from mcpworld.worlds.validate import validate
 
 FIXTURE = Path(__file__).parent / "data" / "synth" / "library_world.json"
 

@@ -6,14 +6,14 @@ import time
 
 import pytest
 
-from mcpworld.servers.synth.worker import Limits, Worker, sandbox_kind
+from mcpworld.synth.worker import Limits, Worker, sandbox_kind
 
-CALL = "mcpworld.servers.synth.jobs:call_function"
+CALL = "mcpworld.synth.jobs:call_function"
 
 
 @pytest.fixture(scope="module")
 def worker():
-    w = Worker(Limits(cpu_s=1, wall_s=2.5, memory_mb=512), preload=("json", "mcpworld.servers.synth.jobs"))
+    w = Worker(Limits(cpu_s=1, wall_s=2.5, memory_mb=512), preload=("json", "mcpworld.synth.jobs"))
     yield w
     w.close()
 

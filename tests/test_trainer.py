@@ -11,10 +11,10 @@ import pytest
 from mcpworld.agent.policies import OraclePolicy, RandomPolicy
 from mcpworld.agent.runner import RunSpec, list_tasks
 from mcpworld.agent.trajectory import Trajectory, read_trajectories
-from mcpworld.llm import ChatClient
-from mcpworld.llm_replay import ReplayLLM, serve
-from mcpworld.models import Check, Verdict
-from mcpworld.testing import free_port
+from mcpworld.core.llm import ChatClient
+from mcpworld.core.llm_replay import ReplayLLM, serve
+from mcpworld.core.models import Check, Verdict
+from mcpworld.core.testing import free_port
 from mcpworld.trainer.advantages import advantages, degenerate, group_norm, rloo
 from mcpworld.trainer.curriculum import informative, pass_rates
 from mcpworld.trainer.rewards import JudgeReward, parse_judgement, verifier_reward

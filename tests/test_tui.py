@@ -29,7 +29,7 @@ from textual.widgets import DataTable, Input, OptionList, Select, Static, TextAr
 from mcpworld.agent.policies import OraclePolicy  # noqa: E402
 from mcpworld.agent.runner import RunSpec, list_tasks, run  # noqa: E402
 from mcpworld.agent.trajectory import TrajectoryWriter, read_trajectories  # noqa: E402
-from mcpworld.testing import free_port, mcpworld_cmd, wait_http  # noqa: E402
+from mcpworld.core.testing import free_port, mcpworld_cmd, wait_http  # noqa: E402
 from mcpworld.tui.app import MCPWorldApp  # noqa: E402
 from mcpworld.tui.registry import fetch_servers  # noqa: E402
 from mcpworld.tui.render import plain  # noqa: E402

@@ -13,9 +13,11 @@ import httpx
 import pytest
 from mcp import Client
 
-from mcpworld.protocol import EpisodeControl
+from mcpworld.core.protocol import EpisodeControl
+from mcpworld.core.testing import free_port, mcpworld_cmd, wait_http
 from mcpworld.registry.connect import connect
-from mcpworld.testing import free_port, mcpworld_cmd, wait_http
+
+TOKEN = os.environ["MCPWORLD_REGISTRY_TOKEN"]  # set by conftest: unlocks reference solutions
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +58,7 @@ async def test_registry_mcp_server_finds_worlds(up: dict) -> None:
 async def test_connect_by_name_completes_a_task(up: dict) -> None:
     async with connect("airline", registry=up["base"]) as client:
         ctl = EpisodeControl(client)
-        task = next(t for t in (await ctl.tasks(token=os.environ["MCPWORLD_REGISTRY_TOKEN"])).tasks if t.id == "book-cheapest-economy")
+        task = next(t for t in (await ctl.tasks(token=TOKEN)).tasks if t.id == "book-cheapest-economy")
         episode = (await ctl.start(task.id)).episode
         for step in task.solution:
             assert not (await ctl.call(episode, step.name, step.arguments)).is_error

@@ -9,7 +9,7 @@ from pathlib import Path
 
 WORLD = '''
 from sqlmodel import Field
-from mcpworld.servers.envs.world import Session, Task, ToolError, World, call, tool, world_base
+from mcpworld.worlds.world import Session, Task, ToolError, World, call, tool, world_base
 
 Base = world_base()
 

@@ -13,18 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from mcpworld.llm import LLMError
-from mcpworld.llm_replay import ReplayLLM, serve
-from mcpworld.servers.swe.builder import build_instances
-from mcpworld.servers.swe.instances import Instance, load_instances
-from mcpworld.servers.swe.shell import ExecResult, LocalBackend, format_result
-from mcpworld.servers.swe.workspace import Workspace, WorkspacePool
-from mcpworld.servers.world.backend import SimulatedBackend, static_resolver
-from mcpworld.servers.world.llm_pool import Endpoint, ModelPool
-from mcpworld.servers.world.repo import patched_checkout
-from mcpworld.servers.world.swt import SWT
-from mcpworld.servers.world.testing import swt_reply
-from mcpworld.testing import free_port
+from mcpworld.core.llm import LLMError
+from mcpworld.core.llm_replay import ReplayLLM, serve
+from mcpworld.core.testing import free_port
+from mcpworld.swe.builder import build_instances
+from mcpworld.swe.instances import Instance, load_instances
+from mcpworld.swe.shell import ExecResult, LocalBackend, format_result
+from mcpworld.swe.workspace import Workspace, WorkspacePool
+from mcpworld.worldmodels.backend import SimulatedBackend, static_resolver
+from mcpworld.worldmodels.llm_pool import Endpoint, ModelPool
+from mcpworld.worldmodels.repo import patched_checkout
+from mcpworld.worldmodels.swt import SWT
+from mcpworld.worldmodels.testing import swt_reply
 
 TEST_CMD = "```bash\nPYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python -m pytest"  # the Command section, not the analysis
 

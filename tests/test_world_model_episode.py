@@ -13,20 +13,20 @@ from mcp import Client
 
 from mcpworld.agent.formats import Action, NativeFormat
 from mcpworld.agent.loop import EpisodeConfig, run_episode
-from mcpworld.llm_replay import ReplayLLM, serve
-from mcpworld.models import TaskInfo, ToolCall
-from mcpworld.protocol import EpisodeControl
-from mcpworld.servers.swe.builder import build_instances
-from mcpworld.servers.swe.instances import load_instances
-from mcpworld.servers.swe.server import SWEOptions, SWEServer
-from mcpworld.servers.world.backend import SimulatedBackend
-from mcpworld.servers.world.grader import SWRGrader
-from mcpworld.servers.world.llm_pool import ModelPool
-from mcpworld.servers.world.reward import SWRReward
-from mcpworld.servers.world.swr import SWR, SWRScorer
-from mcpworld.servers.world.swt import SWT
-from mcpworld.servers.world.testing import SequencedReplay, swr_reply, swt_reply
-from mcpworld.testing import free_port
+from mcpworld.core.llm_replay import ReplayLLM, serve
+from mcpworld.core.models import TaskInfo, ToolCall
+from mcpworld.core.protocol import EpisodeControl
+from mcpworld.core.testing import free_port
+from mcpworld.swe.builder import build_instances
+from mcpworld.swe.instances import load_instances
+from mcpworld.swe.server import SWEOptions, SWEServer
+from mcpworld.worldmodels.backend import SimulatedBackend
+from mcpworld.worldmodels.grader import SWRGrader
+from mcpworld.worldmodels.llm_pool import ModelPool
+from mcpworld.worldmodels.reward import SWRReward
+from mcpworld.worldmodels.swr import SWR, SWRScorer
+from mcpworld.worldmodels.swt import SWT
+from mcpworld.worldmodels.testing import SequencedReplay, swr_reply, swt_reply
 
 pytestmark = pytest.mark.anyio
 IID = "mcpworld__minicalc-1"

@@ -10,12 +10,12 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from mcpworld.llm_replay import ReplayLLM, serve
-from mcpworld.servers.world.cli import collect_command, eval_command, serve_model_command
-from mcpworld.servers.world.fidelity import SWRCase, SWTCase, similarity, swr_metrics, swt_metrics
-from mcpworld.servers.world.parsing import parse_swr, parse_swt
-from mcpworld.servers.world.testing import SequencedReplay, swr_reply, swt_reply
-from mcpworld.testing import free_port
+from mcpworld.core.llm_replay import ReplayLLM, serve
+from mcpworld.core.testing import free_port
+from mcpworld.worldmodels.cli import collect_command, eval_command, serve_model_command
+from mcpworld.worldmodels.fidelity import SWRCase, SWTCase, similarity, swr_metrics, swt_metrics
+from mcpworld.worldmodels.parsing import parse_swr, parse_swt
+from mcpworld.worldmodels.testing import SequencedReplay, swr_reply, swt_reply
 
 IID = "mcpworld__minicalc-1"
 EXTRA = "python -c 'import sys; print(42); sys.exit(3)'"
@@ -23,7 +23,7 @@ EXTRA = "python -c 'import sys; print(42); sys.exit(3)'"
 
 @pytest.fixture(scope="module")
 def instances_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from mcpworld.servers.swe.builder import build_instances
+    from mcpworld.swe.builder import build_instances
 
     return build_instances(tmp_path_factory.mktemp("swe-built"))
 

@@ -12,23 +12,23 @@ import pytest
 from mcp import Client
 from starlette.applications import Starlette
 
-from mcpworld.llm_replay import ReplayLLM, serve
+from mcpworld.core.llm_replay import ReplayLLM, serve
+from mcpworld.core.serving import serve_in_thread
+from mcpworld.core.testing import free_port
 from mcpworld.registry.records import record_kind, validate_record
-from mcpworld.servers.swe.builder import build_instances
-from mcpworld.servers.swe.instances import Instance, load_instances
-from mcpworld.servers.world.llm_pool import ModelPool
-from mcpworld.servers.world.servers import (
+from mcpworld.swe.builder import build_instances
+from mcpworld.swe.instances import Instance, load_instances
+from mcpworld.worldmodels.llm_pool import ModelPool
+from mcpworld.worldmodels.servers import (
     SWRServer,
     SWTServer,
     WorldModelConfig,
     running_world_models,
     world_model_servers,
 )
-from mcpworld.servers.world.swr import SWR, SWRScorer
-from mcpworld.servers.world.swt import SWT
-from mcpworld.servers.world.testing import SequencedReplay, swr_reply, swt_reply
-from mcpworld.serving import serve_in_thread
-from mcpworld.testing import free_port
+from mcpworld.worldmodels.swr import SWR, SWRScorer
+from mcpworld.worldmodels.swt import SWT
+from mcpworld.worldmodels.testing import SequencedReplay, swr_reply, swt_reply
 
 pytestmark = pytest.mark.anyio
 IID = "mcpworld__minicalc-1"

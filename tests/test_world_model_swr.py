@@ -9,20 +9,20 @@ import pytest
 
 from mcpworld.agent.runner import best_of_n
 from mcpworld.agent.trajectory import CallRecord, Step, Trajectory
-from mcpworld.llm_replay import serve
-from mcpworld.models import Verdict
-from mcpworld.servers.swe.builder import build_instances
-from mcpworld.servers.swe.instances import Instance, load_instances
-from mcpworld.servers.swe.workspace import WorkspacePool
-from mcpworld.servers.world.bestofn import SWRSelector, pick, select_patch
-from mcpworld.servers.world.candidates import WRONG_LINE, wrong_patch
-from mcpworld.servers.world.grader import SWRGrader
-from mcpworld.servers.world.llm_pool import ModelPool
-from mcpworld.servers.world.reward import SWRReward
-from mcpworld.servers.world.swr import SWR, SWRScorer
-from mcpworld.servers.world.testing import SequencedReplay, swr_reply
-from mcpworld.servers.world.trajectories import submitted_patch
-from mcpworld.testing import free_port
+from mcpworld.core.llm_replay import serve
+from mcpworld.core.models import Verdict
+from mcpworld.core.testing import free_port
+from mcpworld.swe.builder import build_instances
+from mcpworld.swe.instances import Instance, load_instances
+from mcpworld.swe.workspace import WorkspacePool
+from mcpworld.worldmodels.bestofn import SWRSelector, pick, select_patch
+from mcpworld.worldmodels.candidates import WRONG_LINE, wrong_patch
+from mcpworld.worldmodels.grader import SWRGrader
+from mcpworld.worldmodels.llm_pool import ModelPool
+from mcpworld.worldmodels.reward import SWRReward
+from mcpworld.worldmodels.swr import SWR, SWRScorer
+from mcpworld.worldmodels.testing import SequencedReplay, swr_reply
+from mcpworld.worldmodels.trajectories import submitted_patch
 
 pytestmark = pytest.mark.anyio
 IID = "mcpworld__minicalc-1"

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from mcpworld.servers.world.commands import classify, destructive, pip_packages
-from mcpworld.servers.world.context import clip, tokens
-from mcpworld.servers.world.executed import executed_files
-from mcpworld.servers.world.parsing import ParseError, parse_swr, parse_swt
-from mcpworld.servers.world.vllm import env_exports, serve_specs
+from mcpworld.worldmodels.commands import classify, destructive, pip_packages
+from mcpworld.worldmodels.context import clip, tokens
+from mcpworld.worldmodels.executed import executed_files
+from mcpworld.worldmodels.parsing import ParseError, parse_swr, parse_swt
+from mcpworld.worldmodels.vllm import env_exports, serve_specs
 
 # -- parsing ---------------------------------------------------------------------------------------------------
 
@@ -145,9 +145,9 @@ def test_vllm_command_lines_use_the_served_names() -> None:
 
 
 def test_cli_candidates_match_and_simulated_backend_needs_an_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcpworld.servers.swe.shell import BackendUnavailable
-    from mcpworld.servers.world import cli, simulated_backend
-    from mcpworld.servers.world.candidates import CANDIDATES
+    from mcpworld.swe.shell import BackendUnavailable
+    from mcpworld.worldmodels import cli, simulated_backend
+    from mcpworld.worldmodels.candidates import CANDIDATES
 
     assert cli.CANDIDATES == CANDIDATES
     monkeypatch.delenv("MCPWORLD_SWT_URL", raising=False)
@@ -157,6 +157,6 @@ def test_cli_candidates_match_and_simulated_backend_needs_an_endpoint(monkeypatc
     backend = simulated_backend(real=None)
     assert [e.base_url for e in backend.swt.models.endpoints] == ["http://a:8001/v1", "http://b:8001/v1"]
     assert backend.swt.models.model == "swt" and backend.name == "simulated"
-    from mcpworld.servers.swe.shell import ExecutionBackend
+    from mcpworld.swe.shell import ExecutionBackend
 
     assert isinstance(backend, ExecutionBackend)  # the SWE seam's Protocol

@@ -10,10 +10,10 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from mcpworld.protocol import EpisodeControl
-from mcpworld.servers.envs.episodes import EpisodeLimits
-from mcpworld.servers.envs.host import load_runtime
-from mcpworld.servers.envs.server import WorldServer
+from mcpworld.core.protocol import EpisodeControl
+from mcpworld.worlds.episodes import EpisodeLimits
+from mcpworld.worlds.host import load_runtime
+from mcpworld.worlds.server import WorldServer
 
 pytestmark = pytest.mark.anyio
 MODES = ["auto", "legacy"]  # 2026-07-28 (sessionless) and 2025-11-25 (initialize handshake)

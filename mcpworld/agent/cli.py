@@ -95,7 +95,7 @@ def run_command(server: str, task_ids: tuple[str, ...], split: str | None, polic
 
     def make_policy(index: int):  # type: ignore[no-untyped-def]
         from mcpworld.agent import policies
-        from mcpworld.llm import ChatClient
+        from mcpworld.core.llm import ChatClient
 
         f = get_format(fmt)
         if policy == "oracle":

@@ -16,7 +16,7 @@ from typing import Any
 
 import mcp_types as types
 
-from mcpworld.models import ToolCall
+from mcpworld.core.models import ToolCall
 
 TOOL_CALL_RE = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
 

@@ -13,9 +13,9 @@ from mcp.shared.exceptions import MCPError
 from mcpworld.agent.formats import Action, Format
 from mcpworld.agent.policies import Policy
 from mcpworld.agent.trajectory import CallRecord, Step, Trajectory
-from mcpworld.llm import LLMError
-from mcpworld.models import TaskInfo
-from mcpworld.protocol import EpisodeControl
+from mcpworld.core.llm import LLMError
+from mcpworld.core.models import TaskInfo
+from mcpworld.core.protocol import EpisodeControl
 
 SYSTEM = "You are a helpful agent operating an application through its tools. Act on the user's request; " \
          "refuse and explain when a rule forbids it. Finish with a short final answer to the user."

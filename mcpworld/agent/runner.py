@@ -19,8 +19,8 @@ import anyio
 from mcpworld.agent.loop import EpisodeConfig, infra_error_text, run_episode
 from mcpworld.agent.policies import Policy
 from mcpworld.agent.trajectory import Trajectory, TrajectoryWriter, read_trajectories
-from mcpworld.models import TaskInfo
-from mcpworld.protocol import EpisodeControl
+from mcpworld.core.models import TaskInfo
+from mcpworld.core.protocol import EpisodeControl
 from mcpworld.registry.connect import connect, full_name
 
 

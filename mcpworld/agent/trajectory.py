@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from mcpworld.models import ToolCall, Verdict
+from mcpworld.core.models import ToolCall, Verdict
 
 Termination = Literal["final_answer", "max_turns", "timeout", "format_error", "unknown_tool", "infra_error",
                       "server_error", "model_error", "episode_timeout"]

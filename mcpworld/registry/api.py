@@ -1,7 +1,7 @@
 """The registry's REST API, in the official MCP Registry's /v0 shapes (served at /v0 and /v0.1).
 
 Reads are open; writes (publish, status changes, health checks) need the bearer token. Bound beyond loopback, every
-request's Host and Origin are checked too (`mcpworld.security.Exposure`).
+request's Host and Origin are checked too (`mcpworld.core.security.Exposure`).
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from mcpworld import __version__
+from mcpworld.core.security import Exposure, ExposureMiddleware
 from mcpworld.registry.mcp_server import registry_mcp_server
 from mcpworld.registry.records import MAX_RECORD_BYTES, RecordError
 from mcpworld.registry.store import Conflict, NotFound, RegistryStore, Status
-from mcpworld.security import Exposure, ExposureMiddleware
 
 
 class StatusChange(BaseModel):

@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import registry as sa_registry
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
-from mcpworld.paths import home
+from mcpworld.core.paths import home
 from mcpworld.registry.records import META_KEY, mcpworld_meta, validate_record
 
 Status = Literal["active", "deprecated", "deleted"]

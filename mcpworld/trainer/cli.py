@@ -56,7 +56,7 @@ def rollouts(server: str, split: str, group_size: int, policy: str, model: str |
     from mcpworld.agent.formats import get_format
     from mcpworld.agent.policies import OpenAIPolicy, OraclePolicy, RandomPolicy
     from mcpworld.agent.runner import RunSpec, list_tasks
-    from mcpworld.llm import ChatClient
+    from mcpworld.core.llm import ChatClient
     from mcpworld.registry.connect import ConnectError
     from mcpworld.trainer.rewards import JudgeReward, verifier_reward
     from mcpworld.trainer.rollouts import collect, write_groups
@@ -160,7 +160,7 @@ def sft_export(trajectories: Path, output: Path, fmt: str, min_reward: float, ma
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True)
 def openrlhf_data(servers: tuple[str, ...], split: str, registry: str | None, output: Path) -> None:
     """Write OpenRLHF's prompt dataset: chat messages + a JSON label naming server and task."""
-    from mcpworld.protocol import EpisodeControl
+    from mcpworld.core.protocol import EpisodeControl
     from mcpworld.registry.connect import ConnectError, connect, full_name
     from mcpworld.trainer.openrlhf_cmd import prompt_record
 

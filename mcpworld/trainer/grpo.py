@@ -25,8 +25,8 @@ import torch.nn.functional as F
 
 from mcpworld.agent.formats import Action, TextFormat
 from mcpworld.agent.loop import EpisodeConfig, run_episode
-from mcpworld.models import TaskInfo
-from mcpworld.protocol import EpisodeControl
+from mcpworld.core.models import TaskInfo
+from mcpworld.core.protocol import EpisodeControl
 from mcpworld.trainer.advantages import Estimator, advantages, degenerate
 from mcpworld.trainer.rewards import verifier_reward
 

@@ -10,8 +10,8 @@ from typing import Any
 from mcp import Client
 
 from mcpworld.agent.formats import TextFormat
-from mcpworld.paths import registry_token
-from mcpworld.protocol import EpisodeControl
+from mcpworld.core.paths import registry_token
+from mcpworld.core.protocol import EpisodeControl
 from mcpworld.registry.connect import connect
 from mcpworld.trainer.grpo import GRPOConfig, GRPOTrainer
 
@@ -20,8 +20,8 @@ from mcpworld.trainer.grpo import GRPOConfig, GRPOTrainer
 async def open_world(world: Path | None, server: str | None) -> AsyncIterator[tuple[Client, str]]:
     """An MCP client: to a world package served in this process, or to a registered server."""
     if world is not None:
-        from mcpworld.servers.envs.host import load_runtime
-        from mcpworld.servers.envs.server import WorldServer
+        from mcpworld.worlds.host import load_runtime
+        from mcpworld.worlds.server import WorldServer
 
         hosted = WorldServer(load_runtime(str(world)))
         async with Client(hosted.server) as client:

@@ -45,7 +45,7 @@ from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
 
 from mcpworld.agent.formats import TextFormat
 from mcpworld.agent.loop import infra_error_text, infra_reason
-from mcpworld.protocol import EpisodeControl
+from mcpworld.core.protocol import EpisodeControl
 from mcpworld.registry.connect import connect
 
 CHATML_FEEDBACK = "<|im_end|>\n<|im_start|>user\n{results}<|im_end|>\n<|im_start|>assistant\n"

@@ -12,7 +12,7 @@ import mcp_types as types
 
 from mcpworld.agent.formats import TextFormat
 from mcpworld.agent.loop import system_prompt
-from mcpworld.models import TaskInfo
+from mcpworld.core.models import TaskInfo
 
 BRIDGE = Path(__file__).with_name("openrlhf_agent.py")
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mcpworld.agent.trajectory import Trajectory
-from mcpworld.llm import ChatClient, LLMError
+from mcpworld.core.llm import ChatClient, LLMError
 
 PENALIZED = {"format_error", "unknown_tool"}
 JUDGE_SCORES = {"complete": 1.0, "partial": 0.1, "fail": 0.0}

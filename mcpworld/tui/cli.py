@@ -1,4 +1,4 @@
-"""`mcpworld tui`: the click command (the lead wires it into `mcpworld.cli`)."""
+"""`mcpworld tui`: the click command (the lead wires it into `mcpworld.app.cli`)."""
 
 from __future__ import annotations
 

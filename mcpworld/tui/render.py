@@ -14,7 +14,7 @@ import mcp_types as types
 from rich.text import Text
 
 from mcpworld.agent.trajectory import Step, Trajectory
-from mcpworld.models import Verdict
+from mcpworld.core.models import Verdict
 
 
 def dumps(value: Any) -> str:

@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 
 import mcp_types as types
 
-from mcpworld import protocol as p
-from mcpworld.models import TaskInfo
+from mcpworld.core import protocol as p
+from mcpworld.core.models import TaskInfo
 from mcpworld.tui.errors import error_text
 
 T = TypeVar("T")

@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 
 import mcp_types as types
 
-from mcpworld import protocol as p
-from mcpworld.models import TaskInfo
+from mcpworld.core import protocol as p
+from mcpworld.core.models import TaskInfo
 from mcpworld.registry.connect import connect
 from mcpworld.tui.errors import UserError, error_text
 from mcpworld.tui.rpclog import LoggedClient, RpcEntry, RpcLog, to_jsonable

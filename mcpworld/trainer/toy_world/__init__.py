@@ -7,7 +7,7 @@ from typing import Literal
 
 from sqlmodel import Field
 
-from mcpworld.servers.envs.world import Session, Task, World, call, new_id, tool, world_base
+from mcpworld.world import Session, Task, World, call, new_id, tool, world_base
 
 Base = world_base()
 Color = Literal["red", "green", "blue"]

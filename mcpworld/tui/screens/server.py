@@ -17,7 +17,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, OptionList, Static, TabbedContent, TabPane, TextArea
 from textual.widgets.option_list import Option
 
-from mcpworld.models import TaskInfo
+from mcpworld.core.models import TaskInfo
 from mcpworld.tui.errors import ReportsWorkerErrors, error_text
 from mcpworld.tui.render import tool_detail
 from mcpworld.tui.session import ServerSession

@@ -17,7 +17,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, ContentSwitcher, Input, Select, Static, TextArea
 
-from mcpworld.models import TaskInfo, Verdict
+from mcpworld.core.models import TaskInfo, Verdict
 from mcpworld.tui.errors import ReportsWorkerErrors, error_text
 from mcpworld.tui.render import call_result, verdict_text
 from mcpworld.tui.session import ServerSession

@@ -1,0 +1,244 @@
+"""`mcpworld swe ...` (list, grade, build-instances) and `mcpworld serve swe` (stdio or HTTP)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from mcpworld.swe.instances import Instance, InstanceError
+
+instances_option = click.option(
+    "--instances", "instances_file", type=click.Path(dir_okay=False), default=None,
+    help="SWE-bench instances (JSON or JSONL). Default: the shipped instances.")
+repos_option = click.option(
+    "--repos", "repos_dir", type=click.Path(file_okay=False), default=None,
+    help="Folder of repositories (<owner>__<name> or <name>, a git folder or archive) for instances without "
+         "repo_source.")
+backend_option = click.option("--backend", type=click.Choice(["local", "docker", "simulated"]), default="local",
+                              show_default=True,
+                              help="Where commands and tests run; simulated: SWT predicts what code prints "
+                                   "($MCPWORLD_SWT_URL) and, with $MCPWORLD_SWR_URL, SWR grades.")
+
+
+def _instances(instances_file: str | None, repos_dir: str | None) -> list[Instance]:
+    from mcpworld.swe.builder import builtin_instances
+    from mcpworld.swe.instances import load_instances
+
+    try:
+        return load_instances(instances_file, repos_dir) if instances_file else builtin_instances()
+    except InstanceError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _backend(name: str) -> Any:
+    """The execution backend by name; `simulated` comes from the world models (SWT), a layer above the sandbox."""
+    from mcpworld.swe.shell import BackendUnavailable, make_backend
+
+    try:
+        if name == "simulated":  # SWT predicts what code prints; needs MCPWORLD_SWT_URL (docs/world-models.md)
+            from mcpworld.worldmodels.backend import simulated_backend
+
+            return simulated_backend()
+        return make_backend(name)
+    except BackendUnavailable as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@click.group("swe")
+def swe_group() -> None:
+    """The SWE sandbox: list instances, grade predictions, build the shipped instances."""
+
+
+@swe_group.command("list")
+@instances_option
+@repos_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+def swe_list(instances_file: str | None, repos_dir: str | None, as_json: bool) -> None:
+    """List instances with their repository and test counts.
+
+    \b
+    Example:
+      mcpworld swe list
+      mcpworld swe list --instances my_instances.jsonl --json
+    """
+    rows = [{"instance_id": i.instance_id, "repo": i.repo, "base_commit": i.base_commit[:12],
+             "FAIL_TO_PASS": len(i.FAIL_TO_PASS), "PASS_TO_PASS": len(i.PASS_TO_PASS), "difficulty": i.difficulty,
+             "title": i.problem_statement.strip().splitlines()[0][:80]}
+            for i in _instances(instances_file, repos_dir)]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("instance", "F2P", "P2P", "difficulty", "title")
+    for r in rows:
+        table.add_row(r["instance_id"], str(r["FAIL_TO_PASS"]), str(r["PASS_TO_PASS"]), r["difficulty"], r["title"])
+    Console().print(table)
+
+
+@swe_group.command("grade")
+@instances_option
+@repos_option
+@click.option("--predictions", "predictions_file", required=True,
+              help="SWE-bench predictions (JSON list or JSONL of {instance_id, model_patch, model_name_or_path}), "
+                   "or 'gold' to grade the instances' own patches.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write the report JSON here.")
+@click.option("--timeout", default=600.0, show_default=True, help="Seconds each instance's tests may run.")
+@backend_option
+def swe_grade(instances_file: str | None, repos_dir: str | None, predictions_file: str, output: str | None,
+              timeout: float, backend: str) -> None:
+    """Grade predictions like SWE-bench: apply each patch and test_patch, run the tests, report.
+
+    The report maps instance_id to {patch_is_None, patch_exists, patch_successfully_applied, resolved,
+    resolution, tests_status}. Exits 0 whatever the results; 1 on bad input.
+
+    \b
+    Example:
+      mcpworld swe grade --predictions gold -o gold_report.json
+      mcpworld swe grade --instances instances.jsonl --predictions preds.jsonl -o report.json
+    """
+    from mcpworld.swe.grading import empty_report, grade, load_predictions
+    from mcpworld.swe.workspace import WorkspaceError, WorkspacePool
+
+    instances = {i.instance_id: i for i in _instances(instances_file, repos_dir)}
+    if predictions_file == "gold":
+        predictions = [{"instance_id": i.instance_id, "model_patch": i.patch, "model_name_or_path": "gold"}
+                       for i in instances.values()]
+    else:
+        try:
+            predictions = load_predictions(predictions_file)
+        except (OSError, ValueError) as exc:
+            raise click.ClickException(str(exc)) from None
+    unknown = [p["instance_id"] for p in predictions if p["instance_id"] not in instances]
+    if unknown:
+        raise click.ClickException(f"{len(unknown)} prediction(s) for unknown instances: {', '.join(unknown[:5])}")
+    be = _backend(backend)
+    pool = WorkspacePool(warm=0)
+    report: dict[str, Any] = {}
+    try:
+        for pred in predictions:
+            instance = instances[pred["instance_id"]]
+            try:
+                result = grade(instance, pred.get("model_patch"), pool, be, timeout)
+                entry = result.report
+            except WorkspaceError as exc:
+                entry = {**empty_report(pred.get("model_patch")), "error": str(exc)}
+            report[instance.instance_id] = entry
+            mark = {"FULL": "resolved", "PARTIAL": "partial"}.get(entry.get("resolution", "NO"), "not resolved")
+            note = f"  ({entry['error'][:120]})" if entry.get("error") else ""
+            click.echo(f"{instance.instance_id:40} {mark}{note}", err=True)
+    finally:
+        pool.close_all()
+    resolved = sum(1 for r in report.values() if r["resolved"])
+    click.echo(f"resolved {resolved}/{len(report)}", err=True)
+    text = json.dumps(report, indent=2)
+    if output:
+        Path(output).write_text(text + "\n")
+        click.echo(f"wrote {output}", err=True)
+    else:
+        click.echo(text)
+
+
+@swe_group.command("build-instances")
+@click.argument("dest", type=click.Path(file_okay=False))
+def swe_build(dest: str) -> None:
+    """Build the shipped repositories and instances.jsonl into DEST (they are also built on first use).
+
+    \b
+    Example:
+      mcpworld swe build-instances ./swe-data && mcpworld swe list --instances ./swe-data/instances.jsonl
+    """
+    from mcpworld.swe.builder import build_instances
+
+    path = build_instances(dest)
+    click.echo(str(path))
+
+
+@click.command("swe")
+@click.option("--stdio", is_flag=True, help="Speak MCP on stdin/stdout (what Claude Desktop launches).")
+@click.option("--port", type=int, default=None, help="Serve over Streamable HTTP at /swe/mcp on this port.")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@instances_option
+@repos_option
+@backend_option
+@click.option("--command-timeout", default=120.0, show_default=True, help="Longest a bash command may run (s).")
+@click.option("--max-episodes", default=64, show_default=True, help="Cap on live episodes (workspaces).")
+@click.option("--ttl", default=3600.0, show_default=True, help="Seconds an idle episode lives before removal.")
+@click.option("--warm", default=1, show_default=True, help="Checkouts kept ready per instance in use (0: none).")
+def serve_swe(stdio: bool, port: int | None, host: str, instances_file: str | None, repos_dir: str | None,
+              backend: str, command_timeout: float, max_episodes: int, ttl: float, warm: int) -> None:
+    """Serve the SWE sandbox (editor, bash, search, lsp, submit) as an MCP server.
+
+    \b
+    Examples:
+      mcpworld serve swe --stdio
+      mcpworld serve swe --port 8766 --instances my_instances.jsonl
+    """
+    from mcpworld.swe.server import SWEOptions, SWEServer
+
+    if stdio == (port is not None):
+        raise click.UsageError("choose exactly one of --stdio or --port")
+    options = SWEOptions(command_timeout_s=command_timeout, max_episodes=max_episodes, ttl_s=ttl, warm=warm)
+    instances = _instances(instances_file, repos_dir)
+    grader = None
+    if backend == "simulated":
+        from mcpworld.worldmodels.servers import WorldModelConfig, swr_grader
+
+        grader = swr_grader(WorldModelConfig.from_env(), instances)
+    sw = SWEServer(instances, _backend(backend), options, grader=grader)
+    if stdio:
+        serve_stdio(sw)
+    else:
+        serve_http(sw, host, port)  # type: ignore[arg-type]
+
+
+def serve_stdio(sw: Any) -> None:
+    """Serve on stdin/stdout until the client hangs up; workspaces are removed on the way out."""
+    import atexit
+    import signal
+
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    async def main() -> None:
+        async with stdio_server() as (read, write):
+            await sw.server.run(read, write, sw.server.create_initialization_options())
+
+    atexit.register(sw.close_all)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # a terminated server still removes its workspaces
+    try:
+        anyio.run(main)
+    finally:
+        sw.close_all()
+
+
+def serve_http(sw: Any, host: str, port: int) -> None:
+    import contextlib
+
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from mcpworld.swe.server import SWE_PATH, running_swe, swe_routes
+
+    async def health(request: Any) -> JSONResponse:
+        return JSONResponse({"status": "ok", "tasks": len(sw.instances), "live_episodes": len(sw)})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> Any:
+        async with running_swe(sw):
+            yield
+
+    app = Starlette(routes=[Route("/healthz", health), *swe_routes(sw, host)], lifespan=lifespan)
+    click.echo(f"swe          http://{host}:{port}{SWE_PATH}", err=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(swe_group())

@@ -1,0 +1,202 @@
+"""`mcpworld up`: the registry, every world over HTTP, registered and health-checked, on one port.
+
+Composition only: each part (registry API, registry MCP server, world host) is built by its own module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import socket
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from fastapi import FastAPI
+
+from mcpworld.core.paths import home
+from mcpworld.core.security import Exposure, public_host
+from mcpworld.registry.api import create_app
+from mcpworld.registry.export import export
+from mcpworld.registry.health import check_all
+from mcpworld.registry.records import local_record
+from mcpworld.registry.store import RegistryStore
+from mcpworld.swe.server import SWE_PATH, SWEServer, running_swe, swe_routes
+from mcpworld.swe.server import TOOLS as SWE_TOOLS
+from mcpworld.worldmodels.servers import MountedWorldModel, running_world_models
+from mcpworld.worlds.host import running, world_path, world_routes
+from mcpworld.worlds.server import WorldServer
+
+logger = logging.getLogger(__name__)
+
+
+class AlreadyRunning(RuntimeError):
+    pass
+
+
+@dataclass
+class Stack:
+    """What `up` serves: where, with which token, and which world servers.
+
+    `allow_hosts`: the names clients may use for this machine when `host` is not loopback (`--allow-host`).
+    """
+
+    host: str
+    port: int
+    store: RegistryStore
+    token: str
+    worlds: list[WorldServer]
+    health_interval_s: float = 60.0
+    swe: SWEServer | None = None
+    world_models: list[MountedWorldModel] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
+    allow_hosts: tuple[str, ...] = ()
+
+    @property
+    def base_url(self) -> str:
+        """The URL records advertise: a wildcard bind (0.0.0.0) is named by --allow-host or this machine's name."""
+        host = public_host(self.host, self.allow_hosts)
+        return f"http://{'[' + host + ']' if ':' in host else host}:{self.port}"
+
+    @property
+    def exposure(self) -> Exposure:
+        return Exposure.of(self.host, self.token, self.allow_hosts)
+
+
+def world_records(stack: Stack) -> list[dict[str, Any]]:
+    records = []
+    for s in stack.worlds:
+        w = s.runtime.world
+        records.append(local_record(
+            w.name, w.description, "world", title=w.title, version=w.version,
+            url=stack.base_url + world_path(w.name), stdio_args=["serve", "world", w.name, "--stdio"],
+            facts={"tags": w.tags, "tools": len(s.runtime.tools), "tasks": len(s.runtime.tasks)},
+        ))
+    return records
+
+
+def swe_record(base_url: str, sw: SWEServer | None = None) -> dict[str, Any]:
+    """The server.json record for the SWE sandbox served at `base_url`/swe/mcp (and over stdio)."""
+    facts: dict[str, Any] = {"tags": ["swe", "coding", "swe-bench"],
+                             "tools": len(SWE_TOOLS)}
+    if sw is not None:
+        facts["tasks"] = len(sw.instances)
+    return local_record("swe", "SWE sandbox: fix issues in repositories with editor, shell, search and LSP tools",
+                        "swe", title="SWE sandbox", url=f"{base_url.rstrip('/')}{SWE_PATH}",
+                        stdio_args=["serve", "swe", "--stdio"], facts=facts)
+
+
+def build_app(stack: Stack) -> FastAPI:
+    """The registry app with every world mounted at /worlds/<name>/mcp, registered and health-checked.
+
+    Off loopback every request's Host/Origin is checked, and the world, SWE and world-model endpoints need the
+    registry token (`mcpworld.core.security.Exposure`); the registry's reads stay open.
+    """
+    exposure = stack.exposure
+
+    @contextlib.asynccontextmanager
+    async def worlds_lifespan(app: FastAPI) -> AsyncIterator[None]:
+        stack.records = world_records(stack)
+        if stack.swe is not None:
+            stack.records.append(swe_record(stack.base_url, stack.swe))
+        stack.records += [m.record(stack.base_url) for m in stack.world_models]
+        for record in stack.records:
+            stack.store.publish(record, replace=True)
+        swe = running_swe(stack.swe) if stack.swe is not None else contextlib.nullcontext()
+        async with running(stack.worlds), swe, running_world_models(stack.world_models), \
+                anyio.create_task_group() as tg:
+            tg.start_soon(_health_loop, stack)
+            yield
+            tg.cancel_scope.cancel()
+
+    app = create_app(stack.store, stack.token, host=stack.host, extra=worlds_lifespan, exposure=exposure)
+    app.router.routes.extend(world_routes(stack.worlds, stack.host, exposure))
+    if stack.swe is not None:
+        app.router.routes.extend(swe_routes(stack.swe, stack.host, exposure))
+    for model in stack.world_models:
+        app.router.routes.extend(model.routes(stack.host, exposure))
+    return app
+
+
+async def _health_loop(stack: Stack) -> None:
+    await anyio.sleep(0.5)  # let the server start accepting connections first
+    names = [r["name"] for r in stack.records]
+    while True:
+        try:
+            await check_all(stack.store, names, token=stack.token)
+        except Exception:  # a check must never take `up` down
+            logger.exception("health check failed")
+        await anyio.sleep(stack.health_interval_s)
+
+
+# -- one `up` at a time ------------------------------------------------------------------------------------
+
+def lock_path() -> Path:
+    return home() / "up.json"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def acquire(stack: Stack) -> None:
+    """Refuse to start beside another `up` (same MCPWORLD_HOME) or on a port something else holds."""
+    path = lock_path()
+    if path.is_file():
+        try:
+            other = json.loads(path.read_text())
+        except ValueError:
+            other = {}
+        if other.get("pid") and _alive(int(other["pid"])) and other["pid"] != os.getpid():
+            raise AlreadyRunning(
+                f"mcpworld up is already running (pid {other['pid']}) at {other.get('url')}; use it, or stop it "
+                f"with Ctrl-C in its terminal (or `kill {other['pid']}`)"
+            )
+    with socket.socket() as probe:
+        try:
+            probe.bind((stack.host, stack.port))
+        except OSError:
+            raise AlreadyRunning(f"port {stack.port} on {stack.host} is already in use by another program; "
+                                 "pass --port to pick another") from None
+    path.write_text(json.dumps({"pid": os.getpid(), "url": stack.base_url}))
+
+
+def release() -> None:
+    path = lock_path()
+    with contextlib.suppress(FileNotFoundError, ValueError):
+        if json.loads(path.read_text()).get("pid") == os.getpid():
+            path.unlink()
+
+
+def banner(stack: Stack, token_is_new: bool) -> str:
+    lines = [f"mcpworld is up at {stack.base_url}", "",
+             f"  registry API    {stack.base_url}/v0/servers   (OpenAPI: {stack.base_url}/docs)",
+             f"  registry MCP    {stack.base_url}/registry/mcp"]
+    for s in stack.worlds:
+        lines.append(f"  world {s.runtime.world.name:<10}{stack.base_url}{world_path(s.runtime.world.name)}")
+    if stack.swe is not None:
+        lines.append(f"  swe             {stack.base_url}{SWE_PATH}")
+    for model in stack.world_models:
+        lines.append(f"  world model {model.name:<4}{stack.base_url}{model.path}")
+    token_note = "(new: shown once, saved in " + str(home() / "registry.token") + ")" if token_is_new else \
+        "(from MCPWORLD_REGISTRY_TOKEN or " + str(home() / "registry.token") + ")"
+    lines += ["", f"  registry token  {stack.token if token_is_new else stack.token[:4] + '…'}  {token_note}", ""]
+    exposure = stack.exposure
+    if exposure.exposed:
+        lines += [f"  bound to {stack.host}: world, swe and world-model endpoints need 'Authorization: Bearer <token>'",
+                  "  (mcpworld clients: export MCPWORLD_REGISTRY_TOKEN=<token>)",
+                  f"  Host names accepted: {', '.join(exposure.allowed_hosts)} (add more with --allow-host)", ""]
+    lines += ["Claude Desktop (claude_desktop_config.json):",
+              json.dumps(export(world_records(stack), "claude-desktop"), indent=2), "",
+              "Press Ctrl-C to stop."]
+    return "\n".join(lines)

@@ -1,0 +1,78 @@
+"""`mcpworld up`: the registry, every world, the SWE sandbox and world models on one port (composition)."""
+
+from __future__ import annotations
+
+import click
+
+from mcpworld.registry.cli import allow_host_option
+
+
+@click.command("up")
+@click.option("--port", type=int, default=8765, show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Interface to bind. Beyond localhost, Host/Origin are checked (see --allow-host) and every world, "
+                   "SWE and world-model endpoint needs 'Authorization: Bearer <registry token>'.")
+@allow_host_option
+@click.option("--db", default=None, envvar="MCPWORLD_REGISTRY_DB",
+              help="Registry store as an SQLAlchemy URL (default: SQLite in $MCPWORLD_HOME).")
+@click.option("--token", default=None, envvar="MCPWORLD_REGISTRY_TOKEN",
+              help="Bearer token for registry writes (default: generated once and saved).")
+@click.option("--only", multiple=True, help="Serve only these worlds (repeatable).")
+@click.option("--health-interval", default=60.0, show_default=True, help="Seconds between health checks.")
+@click.option("--max-episodes", default=4096, show_default=True, help="Cap on live episodes per world.")
+@click.option("--no-swe", is_flag=True, help="Do not serve the SWE sandbox (its shipped instances).")
+@click.option("--swt-url", envvar="MCPWORLD_SWT_URL", default=None,
+              help="OpenAI-compatible endpoint(s) of an SWT model (comma-separated): serve the SWT world model.")
+@click.option("--swr-url", envvar="MCPWORLD_SWR_URL", default=None,
+              help="Endpoint(s) of an SWR model: serve the SWR world model (virtual test runner).")
+def up_command(port: int, host: str, allow_hosts: tuple[str, ...], db: str | None, token: str | None,
+               only: tuple[str, ...], health_interval: float, max_episodes: int, no_swe: bool, swt_url: str | None,
+               swr_url: str | None) -> None:
+    """Start everything: the registry, every installed world over HTTP, registered and health-checked.
+
+    One port serves it all: /v0 (registry REST), /registry/mcp (registry as an MCP server),
+    /worlds/<name>/mcp (each world), /swe/mcp (the SWE sandbox). Prints the URLs, the registry token and a
+    Claude Desktop snippet. Ctrl-C stops everything.
+
+    \b
+    Example:
+      mcpworld up
+      mcpworld registry list          # in another terminal
+      mcpworld up --host 0.0.0.0 --allow-host envhost   # a cluster: clients set MCPWORLD_REGISTRY_TOKEN
+    """
+    import uvicorn
+
+    from mcpworld.app.up import (
+        AlreadyRunning,
+        Stack,
+        acquire,
+        banner,
+        build_app,
+        release,
+    )
+    from mcpworld.core.paths import registry_token
+    from mcpworld.registry.store import RegistryStore
+    from mcpworld.worlds.episodes import EpisodeLimits
+    from mcpworld.worlds.host import build_servers
+    from mcpworld.worlds.loader import discover
+
+    secret, is_new = registry_token(token)
+    names = list(only) or [r.name for r in discover()]
+    from mcpworld.swe.server import build_swe_server
+    from mcpworld.worldmodels.servers import WorldModelConfig, world_model_servers
+
+    stack = Stack(host=host, port=port, store=RegistryStore(db), token=secret,
+                  worlds=build_servers(names, EpisodeLimits(max_episodes=max_episodes), skip_broken=not only,
+                                        token=secret),
+                  health_interval_s=health_interval, swe=None if no_swe else build_swe_server(token=secret),
+                  world_models=world_model_servers(WorldModelConfig.from_env(swt_url=swt_url, swr_url=swr_url)),
+                  allow_hosts=allow_hosts)
+    try:
+        acquire(stack)
+    except AlreadyRunning as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        click.echo(banner(stack, is_new))
+        uvicorn.run(build_app(stack), host=host, port=port, log_level="warning")
+    finally:
+        release()

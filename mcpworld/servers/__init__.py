@@ -1,1 +1,0 @@
-"""MCP servers that mcpworld ships: worlds (envs), and later the SWE sandbox and world models."""

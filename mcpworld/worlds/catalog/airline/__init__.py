@@ -1,0 +1,26 @@
+"""Airline desk: bookings, changes, cancellations, bags and compensation, with fare rules to respect."""
+
+from mcpworld.world import World
+
+from .data import NOW, seed
+from .models import Base
+from .policy import RULES
+from .tasks import TASKS
+from .tools import TOOLS
+
+world = World(
+    name="airline",
+    title="Airline desk",
+    description="An airline customer desk: search, book, change and cancel flights under fare rules.",
+    scenario="You are an airline's customer service agent. Customers ask to book, change or cancel flights, "
+             "add bags, upgrade and be compensated. Follow the airline's policy, including the rules the tools "
+             "do not enforce themselves; when a request breaks a rule, change nothing, refuse politely and say "
+             "which rule it breaks.",
+    base=Base,
+    seed=seed,
+    tools=TOOLS,
+    tasks=TASKS,
+    rules=RULES,
+    tags=["travel", "booking", "refunds"],
+    clock=NOW,
+)

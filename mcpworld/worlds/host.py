@@ -1,0 +1,118 @@
+"""Run worlds: one world over stdio, or every world over Streamable HTTP at /worlds/<name>/mcp."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import anyio
+from mcp.server.stdio import stdio_server
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Mount, Route
+
+from mcpworld.core.security import Exposure, ExposureMiddleware
+from mcpworld.worlds.episodes import EpisodeLimits
+from mcpworld.worlds.loader import load_world, resolve
+from mcpworld.worlds.runtime import WorldRuntime
+from mcpworld.worlds.server import WorldServer
+
+logger = logging.getLogger(__name__)
+
+
+def load_runtime(name_or_path: str) -> WorldRuntime:
+    """A world by catalog name or package path, loaded and with its seeded template built."""
+    runtime = WorldRuntime(load_world(resolve(name_or_path)))
+    runtime.template(None)
+    return runtime
+
+
+def serve_stdio(server: WorldServer) -> None:
+    """Serve one world on this process's stdin/stdout until the client hangs up."""
+
+    async def main() -> None:
+        async with stdio_server() as (read, write):
+            await server.server.run(read, write, server.server.create_initialization_options())
+
+    anyio.run(main)
+
+
+def world_path(name: str) -> str:
+    return f"/worlds/{name}/mcp"
+
+
+def world_routes(servers: Sequence[WorldServer], host: str = "127.0.0.1",
+                 exposure: Exposure | None = None) -> list[Route | Mount]:
+    """Routes for an ASGI app hosting `servers`: each at /worlds/<name>/mcp, plus a GET /worlds index.
+
+    Bound beyond loopback, each world endpoint checks Host/Origin and needs the registry token (see `Exposure`).
+    """
+    exposure = exposure or Exposure.of(host)
+    by_name = {s.runtime.world.name: s for s in servers}
+
+    async def index(request: Request) -> JSONResponse:
+        base = str(request.base_url).rstrip("/")
+        return JSONResponse({"worlds": [
+            {"name": name, "url": base + world_path(name), "title": s.runtime.world.title,
+             "tools": len(s.runtime.tools), "tasks": len(s.runtime.tasks), "live_episodes": len(s.episodes)}
+            for name, s in by_name.items()
+        ]})
+
+    mounts = [Mount(f"/worlds/{name}", app=exposure.mcp_app(s.server, json_response=True))
+              for name, s in by_name.items()]
+    return [Route("/worlds", index), *mounts]
+
+
+@contextlib.asynccontextmanager
+async def running(servers: Sequence[WorldServer]) -> AsyncIterator[None]:
+    """Run the HTTP session managers of mounted worlds (sub-app lifespans do not run by themselves)."""
+    async with contextlib.AsyncExitStack() as stack:
+        for s in servers:
+            await stack.enter_async_context(s.server.session_manager.run())
+        try:
+            yield
+        finally:
+            for s in servers:
+                s.episodes.close_all()
+
+
+def worlds_app(servers: Sequence[WorldServer], host: str = "127.0.0.1", *,
+               exposure: Exposure | None = None) -> Starlette:
+    """One ASGI app hosting every world. On loopback the SDK checks Host/Origin on the world endpoints; beyond it
+    every route is Host/Origin-checked and the world endpoints need the registry token (`mcpworld.core.security`)."""
+    exposure = exposure or Exposure.of(host)
+
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok", "worlds": len(servers)})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        async with running(servers):
+            yield
+
+    middleware = [Middleware(ExposureMiddleware, exposure=exposure, auth=False)] if exposure.exposed else []
+    return Starlette(routes=[Route("/healthz", health), *world_routes(servers, host, exposure)], lifespan=lifespan,
+                     middleware=middleware)
+
+
+def build_servers(names: Sequence[str], limits: EpisodeLimits, interactive: bool = False,
+                  skip_broken: bool = False, token: str | None = None) -> list[WorldServer]:
+    """WorldServers for `names`; with `skip_broken`, a world that fails to load is reported and left out.
+
+    `token` is the secret that unlocks reference solutions (default: the local registry token).
+    """
+    out = []
+    for name in names:
+        try:
+            out.append(WorldServer(load_runtime(name), limits, interactive=interactive, token=token))
+        except Exception as exc:
+            if not skip_broken:
+                raise
+            logger.warning("skipping world %s: %s", name, exc)
+            print(f"warning: skipping world {name}: {exc}", file=sys.stderr)
+    return out

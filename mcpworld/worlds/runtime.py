@@ -1,0 +1,481 @@
+"""A loaded world at run time: seeded templates, per-episode forks, tool calls in transactions, verification.
+
+Each world's seeded database is built once in memory and serialized; an episode is a fresh in-memory
+SQLite connection deserialized from those bytes (tens of microseconds), never a process or a file.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import random
+import re
+import secrets
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.pool import StaticPool
+from sqlmodel import Session
+
+from mcpworld.core.models import Check, TaskInfo, ToolCall, Verdict
+from mcpworld.worlds.diff import Row, StateDiff, TableDiff, diff_rows, row_key
+from mcpworld.worlds.reference import Canonical, canonical, reference_check
+from mcpworld.worlds.tools import ArgumentError, ToolSpec, build_tool, to_jsonable
+from mcpworld.worlds.world import Outcome, Task, ToolError, World
+
+if TYPE_CHECKING:
+    from mcpworld.worlds.answers import AnswerContext
+
+CHANGES_TABLE = "_mcpworld_changes"
+MAX_REFERENCES = 4096  # cached reference end states, per (task, seed)
+
+
+def _begin(conn: Any) -> None:
+    # The driver runs in autocommit mode (isolation_level=None), so the transaction is ours to open: this is
+    # SQLAlchemy's documented recipe for pysqlite, and lets foreign keys be checked at commit time.
+    raw = conn.connection.driver_connection  # straight to sqlite3: this runs on every tool call
+    raw.execute("BEGIN")
+    raw.execute("PRAGMA defer_foreign_keys=ON")
+
+
+def engine_for(conn: sqlite3.Connection | Callable[[], Any]) -> Engine:
+    """An engine over one connection. Foreign keys are checked at commit, whatever order the ORM inserts in."""
+    creator = conn if callable(conn) and not isinstance(conn, sqlite3.Connection) else (lambda: conn)
+    engine = create_engine("sqlite://", creator=creator, poolclass=StaticPool)
+    event.listen(engine, "begin", _begin)
+    return engine
+
+
+_active: contextvars.ContextVar[sqlite3.Connection] = contextvars.ContextVar("mcpworld_active_episode")
+
+
+class _ActiveConnection:
+    """The DBAPI connection of whichever episode is running in this context.
+
+    One engine per world then serves every episode: SQLAlchemy initializes its dialect and compiles each
+    statement once per engine, which with an engine per episode cost ~2 ms on every episode's first call.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_active.get(), name)
+
+
+@contextmanager
+def _activate(conn: sqlite3.Connection) -> Iterator[None]:
+    token = _active.set(conn)
+    try:
+        yield
+    finally:
+        _active.reset(token)
+
+
+def _key_sql(ref: str, pk: tuple[str, ...]) -> str:
+    return " || '|' || ".join(f'CAST({ref}."{c}" AS TEXT)' for c in pk)
+
+
+def install_change_log(conn: sqlite3.Connection, primary_keys: dict[str, tuple[str, ...]]) -> None:
+    """Triggers that record the key of every row written, so a diff reads only changed rows.
+
+    They live in the template, so every fork inherits them for free; being in the same transaction as the
+    write, a rolled-back tool call leaves no trace in the log either.
+    """
+    conn.execute(f"CREATE TABLE {CHANGES_TABLE} (tbl TEXT NOT NULL, pk TEXT NOT NULL, PRIMARY KEY (tbl, pk)) "
+                 "WITHOUT ROWID")
+    for table, pk in primary_keys.items():
+        log = f"INSERT OR IGNORE INTO {CHANGES_TABLE} VALUES ('{table}', {{}});"
+        new, old = log.format(_key_sql("NEW", pk)), log.format(_key_sql("OLD", pk))
+        conn.executescript(f"""
+            CREATE TRIGGER "_mcpworld_{table}_i" AFTER INSERT ON "{table}" BEGIN {new} END;
+            CREATE TRIGGER "_mcpworld_{table}_u" AFTER UPDATE ON "{table}" BEGIN {old} {new} END;
+            CREATE TRIGGER "_mcpworld_{table}_d" AFTER DELETE ON "{table}" BEGIN {old} END;
+        """)
+    conn.commit()
+
+
+class UnknownTask(KeyError):
+    def __str__(self) -> str:
+        return f"unknown task {self.args[0]!r}"
+
+
+@dataclass
+class Template:
+    """Serialized database bytes for one starting state, plus its rows (read once, for diffs)."""
+
+    data: bytes
+    _rows: dict[str, dict[str, Row]] | None = None
+
+
+@dataclass
+class Episode:
+    """One isolated run: a private in-memory database, its seed and clock, and which tables it wrote."""
+
+    id: str
+    task: Task | None
+    seed: int
+    template: Template
+    conn: sqlite3.Connection
+    rng: random.Random
+    engine: Engine | None = None  # its own engine; None: the world's shared engine, routed by `_activate`
+    created: float = field(default_factory=time.monotonic)
+    last_used: float = field(default_factory=time.monotonic)
+    calls: int = 0
+    session: Session | None = None  # one per episode: its identity map spares repeated reads a query
+    generated: dict[str, str] = field(default_factory=dict)  # ids `new_id` made in this episode -> prefix
+
+    def close(self) -> None:
+        if self.session is not None:
+            with _activate(self.conn):
+                self.session.close()
+        if self.engine is not None:
+            self.engine.dispose()
+        self.conn.close()
+
+
+@dataclass
+class CallResult:
+    """A tool call's outcome: a JSON value, or an error message (and the transaction rolled back)."""
+
+    value: Any = None
+    error: str | None = None
+
+
+class WorldRuntime:
+    """Everything the server needs about one world, computed once when the world is loaded."""
+
+    def __init__(self, world: World):
+        self.world = world
+        self.tools: dict[str, ToolSpec] = {}
+        for fn in world.tools:
+            spec = build_tool(fn)
+            if spec.name in self.tools:
+                raise ValueError(f"world {world.name}: duplicate tool name {spec.name!r}")
+            self.tools[spec.name] = spec
+        self.tasks: dict[str, Task] = {}
+        for task in world.tasks:
+            if task.id in self.tasks:
+                raise ValueError(f"world {world.name}: duplicate task id {task.id!r}")
+            self.tasks[task.id] = task
+        self.metadata = world.base.metadata
+        self.primary_keys: dict[str, tuple[str, ...]] = {
+            name: tuple(c.name for c in table.primary_key.columns) for name, table in self.metadata.tables.items()
+        }
+        self._templates: dict[str | None, Template] = {}
+        self._references: dict[tuple[str, int], list[Canonical]] = {}
+        self.engine = engine_for(_ActiveConnection)
+
+    # -- templates -------------------------------------------------------------------------------------
+
+    def _session(self, engine: Engine, rng: random.Random, generated: dict[str, str] | None = None) -> Session:
+        session = Session(engine, expire_on_commit=False)
+        session.info["now"] = self.world.clock
+        session.info["rng"] = rng
+        session.info["generated"] = generated if generated is not None else {}
+        return session
+
+    def template(self, task: Task | None) -> Template:
+        """The starting state for `task` (the seeded world, plus the task's setup), built once."""
+        key = task.id if task is not None and task.setup is not None else None
+        if key in self._templates:
+            return self._templates[key]
+        if key is None:
+            conn = self._fork_conn()
+            engine = engine_for(conn)
+            self.metadata.create_all(engine)
+            with self._session(engine, random.Random(0)) as db:
+                self.world.seed(db)
+                db.commit()
+            install_change_log(conn, self.primary_keys)
+        else:
+            base = self.template(None)
+            conn = self._fork_conn(base.data)
+            engine = engine_for(conn)
+            with self._session(engine, random.Random(0)) as db:
+                task.setup(db)  # type: ignore[union-attr]
+                db.commit()
+            conn.execute(f"DELETE FROM {CHANGES_TABLE}")
+            conn.commit()
+        made = Template(conn.serialize())
+        engine.dispose()
+        conn.close()
+        self._templates[key] = made
+        return made
+
+    @staticmethod
+    def _fork_conn(data: bytes | None = None) -> sqlite3.Connection:
+        conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        if data is not None:
+            conn.deserialize(data)
+        conn.execute("PRAGMA foreign_keys=ON")
+        # SQLAlchemy registers REGEXP on connections it opens itself; episodes get theirs here (column.regexp_match)
+        conn.create_function("regexp", 2, _regexp, deterministic=True)
+        return conn
+
+    # -- episodes --------------------------------------------------------------------------------------
+
+    def fork(self, task_id: str | None = None, seed: int = 0) -> Episode:
+        """A new isolated episode for `task_id` (or the plain seeded world when None)."""
+        task = None
+        if task_id is not None:
+            task = self.tasks.get(task_id)
+            if task is None:
+                raise UnknownTask(task_id)
+        template = self.template(task)
+        conn = self._fork_conn(template.data)
+        return Episode(
+            id="e-" + secrets.token_hex(8),
+            task=task,
+            seed=seed,
+            template=template,
+            conn=conn,
+            rng=random.Random(seed),
+        )
+
+    def call(self, episode: Episode, name: str, arguments: dict[str, Any] | None) -> CallResult:
+        """Run one tool in its own transaction: any error rolls back and comes back as a message."""
+        spec = self.tools.get(name)
+        if spec is None:
+            return CallResult(error=f"unknown tool {name!r}; available: {', '.join(sorted(self.tools))}")
+        try:
+            kwargs = spec.parse(arguments)
+        except ArgumentError as exc:
+            return CallResult(error=str(exc))
+        episode.last_used = time.monotonic()
+        episode.calls += 1
+        if episode.session is None:
+            episode.session = self._session(episode.engine or self.engine, episode.rng, episode.generated)
+        db = episode.session
+        with _activate(episode.conn):
+            try:
+                value = to_jsonable(spec.fn(db, **kwargs))
+                db.commit()
+            except ToolError as exc:
+                db.rollback()
+                return CallResult(error=str(exc))
+            except Exception as exc:  # a bug in the tool or a constraint the data broke
+                db.rollback()
+                return CallResult(error=f"{name} failed: {type(exc).__name__}: {_first_line(exc)}")
+            except BaseException as exc:  # SystemExit, KeyboardInterrupt...: tool code must not stop the server
+                if isinstance(exc, GeneratorExit):
+                    raise
+                db.rollback()
+                return CallResult(error=f"{name} failed: {type(exc).__name__} raised by the tool "
+                                        f"({_first_line(exc) or 'no message'}); the call was rolled back")
+        return CallResult(value=value)
+
+    # -- state and verification ------------------------------------------------------------------------
+
+    def _rows(self, conn: sqlite3.Connection, table: str, keys: list[str] | None = None) -> dict[str, Row]:
+        """Rows of `table` by key string: all of them, or only those whose key is in `keys`."""
+        pk = self.primary_keys[table]
+        sql, params = f'SELECT * FROM "{table}"', ()
+        if keys is not None:
+            ref = f'"{table}"'
+            sql += f" WHERE {_key_sql(ref, pk)} IN (SELECT value FROM json_each(?))"
+            params = (json.dumps(keys),)
+        cur = conn.execute(sql, params)
+        cols = [d[0] for d in cur.description]
+        return {row_key(r, pk): r for r in (dict(zip(cols, values)) for values in cur)}
+
+    def initial_rows(self, template: Template) -> dict[str, dict[str, Row]]:
+        if template._rows is None:
+            conn = self._fork_conn(template.data)
+            template._rows = {t: self._rows(conn, t) for t in self.metadata.tables}
+            conn.close()
+        return template._rows
+
+    def diff(self, episode: Episode) -> StateDiff:
+        """Row-level changes since the episode started: only rows the change log names are read."""
+        changed: dict[str, list[str]] = {}
+        for table, key in episode.conn.execute(f"SELECT tbl, pk FROM {CHANGES_TABLE}"):
+            changed.setdefault(table, []).append(key)
+        tables = {t: TableDiff() for t in self.metadata.tables}
+        if changed:
+            before = self.initial_rows(episode.template)
+            for table, keys in changed.items():
+                old = {k: before[table][k] for k in keys if k in before[table]}
+                tables[table] = diff_rows(old, self._rows(episode.conn, table, keys))
+        return StateDiff(tables)
+
+    def reference_states(self, task: Task, seed: int = 0) -> list[Canonical]:
+        """The final states of the task's reference solution (and its alternatives), played once per seed."""
+        key = (task.id, seed)
+        if key not in self._references:
+            states = []
+            for solution in [task.solution, *task.alternatives]:
+                episode = self.fork(task.id, seed)
+                try:
+                    for step in solution:
+                        self.call(episode, step.name, step.arguments)
+                    states.append(canonical(self.diff(episode), episode.generated, self.world.free_fields))
+                finally:
+                    episode.close()
+            if len(self._references) >= MAX_REFERENCES:  # bounded: RL draws a new seed per sample
+                self._references.pop(next(iter(self._references)))
+            self._references[key] = states
+        return self._references[key]
+
+    def answer_context(self, episode: Episode) -> AnswerContext:
+        """What typed answers and refusals are judged against: the instruction, the starting rows, the cap."""
+        from mcpworld.worlds.answers import AnswerContext
+
+        rows = self.initial_rows(episode.template)
+
+        def resolve(ref: str) -> list[str]:
+            table, _, column = ref.partition(".")
+            if table not in rows:
+                raise KeyError(f"unknown table {table!r} in {ref!r}")
+            return sorted({str(r[column]) for r in rows[table].values() if r.get(column) is not None})
+
+        task = episode.task
+        return AnswerContext(instruction=task.instruction if task else "", resolve=resolve,
+                             max_chars=self.world.max_answer_chars)
+
+    def _answer_checks(self, episode: Episode, answer: str | None) -> list[Check]:
+        task = episode.task
+        assert task is not None
+        checks: list[Check] = []
+        if not task.expect and task.kind != "refusal":
+            return checks
+        from mcpworld.worlds.answers import check_answer, refusal_checks
+
+        if task.expect:
+            checks += check_answer(answer, list(task.expect), self.answer_context(episode))
+        if task.kind == "refusal":
+            rule = self.world.rule(task.reason) if task.reason else None
+            if rule is None:
+                checks.append(Check(name="refusal has a reason", passed=False,
+                                    detail=f"task {task.id} names no rule in `reason`: it cannot be judged"))
+            else:
+                others = [c for r in self.world.rules if r.id != rule.id for c in r.cues]
+                checks += refusal_checks(answer, rule.cues, others, self.answer_context(episode))
+        return checks
+
+    def task_checks(self, episode: Episode, answer: str | None, diff: StateDiff | None = None) -> list[Check]:
+        """The task's own `verify` checks (none without one); a raising verifier fails with its error."""
+        task = episode.task
+        if task is None or task.verify is None:
+            return []
+        diff = diff if diff is not None else self.diff(episode)
+        initial: list[Session] = []
+
+        def open_initial() -> Session:
+            if not initial:
+                conn = self._fork_conn(episode.template.data)
+                initial.append(self._session(engine_for(conn), random.Random(episode.seed)))
+            return initial[0]
+
+        with _activate(episode.conn), self._session(episode.engine or self.engine, episode.rng) as final:
+            outcome = Outcome(diff=diff, answer=answer, _initial=open_initial, final=final)
+            try:
+                checks = normalize_verdict(task.verify(outcome)).checks
+            except (Exception, SystemExit, KeyboardInterrupt) as exc:  # a verifier must not stop the server
+                checks = [Check(name="verifier ran", passed=False, detail=f"{type(exc).__name__}: {_first_line(exc)}")]
+            final.rollback()
+        for s in initial:
+            s.close()
+        return checks
+
+    def verify(self, episode: Episode, answer: str | None) -> Verdict:
+        """Judge the episode: the reference's final state, the typed answer or refusal, then the task's checks.
+
+        A raising verifier fails with its error as evidence.
+        """
+        task = episode.task
+        if task is None:
+            raise UnknownTask("(none: this episode was started without a task)")
+        diff = self.diff(episode)
+        agent = canonical(diff, episode.generated, self.world.free_fields)
+        checks = [reference_check(agent, self.reference_states(task, episode.seed))]
+        checks += self._answer_checks(episode, answer)
+        checks += self.task_checks(episode, answer, diff)
+        passed = sum(c.passed for c in checks)
+        verdict = Verdict(passed=passed == len(checks), score=passed / len(checks), checks=checks)
+        verdict.evidence["diff"] = to_jsonable(diff.summary())
+        verdict.evidence["answer"] = answer
+        return verdict
+
+    def play(self, task_id: str, answer: str | None, calls: list[ToolCall] | None = None, seed: int = 0) -> Verdict:
+        """Judge `calls` (default: the task's reference solution) then `answer` on a fresh episode, as an agent's."""
+        episode = self.fork(task_id, seed)
+        try:
+            for step in self.tasks[task_id].solution if calls is None else calls:
+                self.call(episode, step.name, step.arguments)
+            return self.verify(episode, answer)
+        finally:
+            episode.close()
+
+    def table_counts(self, episode: Episode) -> dict[str, int]:
+        return {t: episode.conn.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in self.metadata.tables}
+
+    def table_rows(self, episode: Episode, table: str, limit: int = 100) -> list[Row]:
+        if table not in self.metadata.tables:
+            raise KeyError(f"unknown table {table!r}; tables: {', '.join(sorted(self.metadata.tables))}")
+        cur = episode.conn.execute(f'SELECT * FROM "{table}" LIMIT ?', (max(0, limit),))
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r)) for r in cur]
+
+    @cached_property
+    def schema_sql(self) -> str:
+        conn = self._fork_conn(self.template(None).data)
+        ddl = [r[0] + ";" for r in conn.execute(
+            "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE '_mcpworld%' ORDER BY name")]
+        conn.close()
+        return "\n\n".join(ddl)
+
+    def task_info(self, task: Task, reveal: bool = False) -> TaskInfo:
+        """What a client may know about a task; the reference (solution, answer, rubric) only when `reveal`."""
+        info = TaskInfo(id=task.id, instruction=task.instruction, split=task.split, difficulty=task.difficulty,
+                        kind=task.kind)
+        if reveal:
+            info.solution, info.answer, info.rubric = list(task.solution), task.answer, list(task.rubric)
+        return info
+
+    @property
+    def table_names(self) -> list[str]:
+        return sorted(self.metadata.tables)
+
+
+def _flatten(raw: Any) -> Iterator[bool | Check | Verdict]:
+    if isinstance(raw, (bool, Check, Verdict)):
+        yield raw
+    elif isinstance(raw, Iterable) and not isinstance(raw, (str, bytes, dict)):
+        for item in raw:
+            yield from _flatten(item)
+    else:
+        raise TypeError(f"a verifier returned {type(raw).__name__}; return bool, Check, Verdict or a list of them")
+
+
+def normalize_verdict(raw: bool | Check | Verdict | Iterable[Any]) -> Verdict:
+    """Accept the shapes verifiers return (bool, Check, Verdict, nested lists of those) and make one Verdict.
+
+    Nested lists are flattened, so `[[failing], passing]` fails; a Verdict inside a list keeps its checks.
+    """
+    if isinstance(raw, Verdict):
+        return raw
+    checks: list[Check] = []
+    for item in _flatten(raw):
+        if isinstance(item, Verdict):
+            checks += item.checks or [Check(name="nested verdict", passed=item.passed)]
+        elif isinstance(item, Check):
+            checks.append(item)
+        else:
+            checks.append(Check(name=f"check {len(checks) + 1}", passed=bool(item)))
+    if not checks:
+        return Verdict(passed=False, score=0.0, checks=[Check(name="verifier returned checks", passed=False)])
+    passed = sum(c.passed for c in checks)
+    return Verdict(passed=passed == len(checks), score=passed / len(checks), checks=checks)
+
+
+def _regexp(pattern: str | None, value: str | None) -> bool | None:
+    return None if pattern is None or value is None else re.search(pattern, str(value)) is not None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:500] if text else ""

@@ -1,0 +1,246 @@
+"""`mcpworld world validate`: every problem of a world package, each with its file and field.
+
+A world is valid when it imports, its tools describe themselves, its seed satisfies its constraints, and
+every task's reference solution runs, passes its verifier, while a no-op episode fails it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import signal
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcpworld.core.models import Check, Verdict
+from mcpworld.worlds.diff import StateDiff
+from mcpworld.worlds.loader import WorldLoadError, load_world
+from mcpworld.worlds.runtime import CallResult, Episode, WorldRuntime
+from mcpworld.worlds.tools import ArgumentError, build_tool
+from mcpworld.worlds.world import Task, World
+
+NAME_RE = re.compile(r"^[a-z][a-z0-9-]{1,62}$")
+CALL_LIMIT_S = float(os.environ.get("MCPWORLD_VALIDATE_CALL_LIMIT_S", "20"))  # per tool call / verifier run
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.field}: {self.message}"
+
+
+def _file_of(obj: object, fallback: str) -> str:
+    try:
+        return inspect.getsourcefile(obj) or fallback  # type: ignore[arg-type]
+    except TypeError:
+        return fallback
+
+
+def _metadata_problems(world: World, init: str) -> list[Problem]:
+    out = []
+    if not NAME_RE.match(world.name):
+        out.append(Problem(init, "name", f"{world.name!r} must be lowercase letters, digits and '-'"))
+    for field in ("title", "description", "scenario", "version"):
+        if not str(getattr(world, field)).strip():
+            out.append(Problem(init, field, "must not be empty"))
+    if len(world.description) > 100:
+        out.append(Problem(init, "description", f"{len(world.description)} characters; registries allow 100"))
+    return out
+
+
+def _definition_problems(world: World, init: str) -> list[Problem]:
+    out = []
+    names = []
+    for fn in world.tools:
+        try:
+            names.append(build_tool(fn).name)
+        except (TypeError, NameError) as exc:
+            out.append(Problem(_file_of(fn, init), f"tool {getattr(fn, '__name__', fn)}", str(exc)))
+    out += [Problem(init, "tools", f"duplicate tool name {n!r}") for n, k in Counter(names).items() if k > 1]
+    ids = Counter(t.id for t in world.tasks)
+    out += [Problem(_file_of(world.tasks[0].verify, init), "tasks", f"duplicate task id {i!r}")
+            for i, k in ids.items() if k > 1]
+    if not world.tasks:
+        out.append(Problem(init, "tasks", "a world needs at least one task"))
+    return out
+
+
+def _rule_problems(world: World, init: str) -> list[Problem]:
+    """Rules need ids, text and cues, and no cue of one rule may also cite another (or refusals can't be told apart)."""
+    out = [Problem(init, "rules", f"duplicate rule id {i!r}") for i, k in Counter(r.id for r in world.rules).items()
+           if k > 1]
+    for rule in world.rules:
+        if not rule.text.strip() or not rule.cues:
+            out.append(Problem(init, f"rule {rule.id}", "needs text and at least one cue"))
+        for other in world.rules:
+            if other.id == rule.id:
+                continue
+            for cue in rule.cues:
+                clash = [c for c in other.cues if re.search(rf"(?<!\w){re.escape(c.lower())}(?!\w)", cue.lower())]
+                if clash:
+                    out.append(Problem(init, f"rule {rule.id}", f"cue {cue!r} also cites rule {other.id} "
+                                                                f"(its cue {clash[0]!r}): make the cues distinct"))
+    return out
+
+
+def _kind_problems(world: World, task: Task, where: str, field: str) -> list[Problem]:
+    out = []
+    if task.kind == "answer" and not task.expect:
+        out.append(Problem(where, f"{field}: expect", "an answer task declares its typed answer (Count, Number, "
+                                                      "DateAnswer, TimeAnswer, YesNo, Entities)"))
+    if task.kind == "refusal":
+        known = {r.id for r in world.rules}
+        if task.reason not in known:
+            out.append(Problem(where, f"{field}: reason", f"a refusal task names the rule it must cite; "
+                                                          f"{task.reason!r} is not one of: {', '.join(sorted(known))}"))
+    return out
+
+
+def task_problems(runtime: WorldRuntime, task: Task, init: str) -> list[Problem]:
+    where = _file_of(task.verify, init) if task.verify is not None else init
+    field = f"task {task.id}"
+    out = _kind_problems(runtime.world, task, where, field)
+    for i, step in enumerate(task.solution):
+        spec = runtime.tools.get(step.name)
+        if spec is None:
+            out.append(Problem(where, f"{field}: solution[{i}]", f"unknown tool {step.name!r}"))
+            continue
+        try:
+            spec.parse(step.arguments)
+        except ArgumentError as exc:
+            out.append(Problem(where, f"{field}: solution[{i}]", str(exc)))
+    if out:
+        return out
+    try:
+        if task.kind == "refusal" and not _state_of(runtime, task).is_empty:
+            out.append(Problem(where, f"{field}: solution", "a refusal task's reference must leave the state "
+                                                            "untouched (its forbidden call must fail, or be left out)"))
+        episode = runtime.fork(task.id)
+    except Exception as exc:
+        return [Problem(where, f"{field}: setup", f"{type(exc).__name__}: {exc}")]
+    for i, step in enumerate(task.solution):
+        result = runtime.call(episode, step.name, step.arguments)
+        if result.error is not None and task.kind != "refusal":
+            out.append(Problem(where, f"{field}: solution[{i}] ({step.name})", f"failed: {result.error}"))
+    verdict = runtime.verify(episode, task.answer)
+    episode.close()
+    if not verdict.passed:
+        failed = "; ".join(f"{c.name}{' (' + c.detail + ')' if c.detail else ''}" for c in verdict.checks
+                           if not c.passed)
+        out.append(Problem(where, f"{field}: verify", f"the reference solution fails its verifier: {failed}"))
+    noop = runtime.fork(task.id)
+    if runtime.verify(noop, None).passed:
+        out.append(Problem(where, f"{field}: verify", "a no-op episode passes: the verifier checks nothing the "
+                                                      "task asks for (or the target already holds)"))
+    noop.close()
+    return out
+
+
+def _state_of(runtime: WorldRuntime, task: Task) -> StateDiff:
+    episode = runtime.fork(task.id)
+    try:
+        for step in task.solution:
+            runtime.call(episode, step.name, step.arguments)
+        return runtime.diff(episode)
+    finally:
+        episode.close()
+
+
+class CallTimeLimit(BaseException):
+    """A tool call or verifier ran past validation's time limit (a BaseException: `except Exception` can't eat it)."""
+
+
+_armed = threading.local()
+
+
+@contextmanager
+def _time_limit(seconds: float, conn: Any = None) -> Iterator[None]:
+    """Stop the block after `seconds`: SIGALRM raises CallTimeLimit in Python code (main thread only), and a
+    cancelled-and-joined timer interrupts a runaway SQL statement on `conn`. No thread outlives the block.
+
+    Off the main thread (or where SIGALRM is missing, or another alarm is pending) only the SQL part applies.
+    Nested uses keep the outer alarm and add their own SQL timer (each episode has its own connection).
+    """
+    if seconds <= 0:
+        yield
+        return
+    outer = getattr(_armed, "on", False)
+    use_alarm = (not outer and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+                 and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0))
+    state = {"live": True}
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        if state["live"]:
+            raise CallTimeLimit(f"did not finish within {seconds:g}s (validation's per-call limit, "
+                                "MCPWORLD_VALIDATE_CALL_LIMIT_S)")
+
+    timer = threading.Timer(seconds, conn.interrupt) if conn is not None and hasattr(conn, "interrupt") else None
+    previous = signal.signal(signal.SIGALRM, on_alarm) if use_alarm else None
+    _armed.on = True
+    try:
+        if timer is not None:
+            timer.daemon = True
+            timer.start()
+        if use_alarm:
+            signal.setitimer(signal.ITIMER_REAL, seconds, 0.5)  # re-fires if the first one is swallowed
+        yield
+    finally:
+        state["live"] = False
+        _armed.on = outer
+        if use_alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0, 0)
+            signal.signal(signal.SIGALRM, previous)
+        if timer is not None:
+            timer.cancel()
+            timer.join()
+
+
+class _LimitedRuntime(WorldRuntime):
+    """The runtime validation uses: each tool call and verifier run is cut off after `limit_s` seconds."""
+
+    limit_s: float = CALL_LIMIT_S
+
+    def call(self, episode: Episode, name: str, arguments: dict[str, Any] | None) -> CallResult:
+        try:
+            with _time_limit(self.limit_s, episode.conn):
+                return super().call(episode, name, arguments)
+        except CallTimeLimit as exc:  # fired outside the tool's own code (the tool's is contained by `call`)
+            return CallResult(error=f"{name} {exc}")
+
+    def verify(self, episode: Episode, answer: str | None) -> Verdict:
+        try:
+            with _time_limit(self.limit_s, episode.conn):
+                return super().verify(episode, answer)
+        except CallTimeLimit as exc:
+            return Verdict(passed=False, score=0.0, checks=[Check(name="verifier ran", passed=False,
+                                                                  detail=f"the verifier {exc}")])
+
+
+def validate(path: str | Path) -> tuple[World | None, list[Problem]]:
+    """Load and check the world at `path`; return it (when it loads) and every problem found."""
+    init = str(Path(path) / "__init__.py") if Path(path).is_dir() else str(path)
+    try:
+        world = load_world(path)
+    except WorldLoadError as exc:
+        return None, [Problem(init, "import", str(exc))]
+    problems = _metadata_problems(world, init) + _definition_problems(world, init) + _rule_problems(world, init)
+    if problems:
+        return world, problems
+    runtime = _LimitedRuntime(world)
+    try:
+        runtime.template(None)
+    except (Exception, SystemExit) as exc:  # a seed that exits is a broken seed, not a passing validation
+        return world, [Problem(_file_of(world.seed, init), "seed", f"{type(exc).__name__}: {str(exc).splitlines()[0]}")]
+    for task in world.tasks:
+        problems += task_problems(runtime, task, init)
+    return world, problems

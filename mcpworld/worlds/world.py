@@ -1,0 +1,235 @@
+"""The world authoring API: state models, tools, tasks and verifiers.
+
+A world is data + tools + tasks, nothing more. Authors write SQLModel tables, typed tool functions whose
+first argument is the episode's `Session`, and `Task`s whose `verify` judges the state left behind.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from pydantic import NaiveDatetime
+from sqlalchemy.orm import registry as sa_registry
+from sqlmodel import Session, SQLModel
+
+from mcpworld.core.models import Check, ToolCall, Verdict
+
+if TYPE_CHECKING:
+    from mcpworld.worlds.answers import AnswerPart
+    from mcpworld.worlds.diff import StateDiff
+
+__all__ = [
+    "Check",
+    "Outcome",
+    "Rule",
+    "Session",
+    "Task",
+    "Timestamp",
+    "ToolError",
+    "Verdict",
+    "World",
+    "call",
+    "db_time",
+    "fetch",
+    "new_id",
+    "not_found",
+    "now",
+    "tool",
+    "world_base",
+]
+
+
+T = TypeVar("T")
+Timestamp = NaiveDatetime
+"""The type for date-times in world models: naive, in the world's own clock (no time zones to confuse)."""
+
+
+REFUSAL_WORDS = ("cannot", "can't", "can not", "unable", "not able", "not possible", "not allowed", "refused",
+                 "not eligible", "declined")
+
+
+def db_time(moment: datetime) -> str:
+    """A date-time as SQLite stores it, which is how raw rows in a state diff show it."""
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def world_base() -> type[SQLModel]:
+    """A fresh SQLModel base with its own metadata, so two worlds may both have a `user` table."""
+    return type("WorldBase", (SQLModel,), {}, registry=sa_registry())  # type: ignore[call-arg]
+
+
+class ToolError(Exception):
+    """A business rule refused the call. The message goes back to the agent; the transaction rolls back."""
+
+
+def not_found(kind: str, key: Any) -> ToolError:
+    """The error for a missing record, worded the same way in every world."""
+    return ToolError(f"{kind} {key!r} not found")
+
+
+@dataclass(frozen=True)
+class ToolMeta:
+    """What the `tool` decorator records about a function."""
+
+    name: str
+    writes: bool
+    destructive: bool
+    idempotent: bool
+    title: str | None = None
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    writes: bool = False,
+    destructive: bool | None = None,
+    idempotent: bool | None = None,
+    name: str | None = None,
+    title: str | None = None,
+) -> Any:
+    """Mark a function as a world tool.
+
+    `writes=False` advertises readOnlyHint; a writing tool is destructive unless said otherwise (the MCP
+    default), and idempotent only when declared.
+    """
+
+    def mark(f: Callable[..., Any]) -> Callable[..., Any]:
+        f.__mcpworld_tool__ = ToolMeta(  # type: ignore[attr-defined]
+            name=name or f.__name__,
+            writes=writes,
+            destructive=writes if destructive is None else destructive,
+            idempotent=(not writes) if idempotent is None else idempotent,
+            title=title,
+        )
+        return f
+
+    return mark(fn) if fn is not None else mark
+
+
+def fetch(db: Session, model: type[T], key: Any, kind: str | None = None) -> T:
+    """The row of `model` with primary key `key`, or the standard not-found error (named `kind`)."""
+    row = db.get(model, key)
+    if row is None:
+        raise not_found(kind or model.__name__.lower(), key)
+    return row
+
+
+def now(db: Session) -> datetime:
+    """The episode's clock: fixed per world, so the same task and seed always behave the same."""
+    return db.info["now"]
+
+
+def new_id(db: Session, prefix: str = "", length: int = 6) -> str:
+    """A fresh id drawn from the episode's seeded generator (deterministic, unlike uuid4)."""
+    rng: random.Random = db.info["rng"]
+    alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+    value = prefix + "".join(rng.choice(alphabet) for _ in range(length))
+    # Recorded so the reference comparison treats a generated id as "a new PREFIX id", not a literal.
+    db.info.setdefault("generated", {})[value] = prefix
+    return value
+
+
+def call(name: str, /, **arguments: Any) -> ToolCall:
+    """One step of a reference solution."""
+    return ToolCall(name=name, arguments=arguments)
+
+
+@dataclass
+class Outcome:
+    """What a verifier sees: the states before and after, their row-level diff, and the final answer."""
+
+    diff: StateDiff
+    answer: str | None
+    _initial: Callable[[], Session]
+    final: Session
+
+    @property
+    def initial(self) -> Session:
+        """The episode's starting state (opened on first use: most verifiers only need the diff)."""
+        return self._initial()
+
+
+Verifier = Callable[[Outcome], "bool | Check | Verdict | Iterable[bool | Check]"]
+
+
+@dataclass
+class Task:
+    """A task: an instruction, a reference solution, and what a correct episode must leave behind.
+
+    Every task is judged against its reference: the final database must equal the one the reference
+    solution leaves (row by row, except the world's `free_fields`), so collateral writes, wrong argument
+    values and missing writes fail by construction. On top of that:
+
+    - an `answer` task declares its typed answer in `expect` (a count, an amount, a date, entities…);
+    - a `refusal` task names the world rule it must cite in `reason` (the id of one of `World.rules`);
+    - `verify` adds hand-written checks for what a diff cannot see, and partial credit.
+
+    `alternatives` lists other reference solutions whose final states are equally correct.
+    """
+
+    id: str
+    instruction: str
+    verify: Verifier | None = None
+    solution: list[ToolCall] = field(default_factory=list)
+    answer: str | None = None
+    kind: Literal["answer", "state", "refusal"] = "state"
+    setup: Callable[[Session], None] | None = None
+    rubric: list[str] = field(default_factory=list)
+    split: Literal["train", "test"] = "train"
+    difficulty: Literal["easy", "medium", "hard"] = "easy"
+    expect: list[AnswerPart] = field(default_factory=list)
+    reason: str | None = None
+    alternatives: list[list[ToolCall]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule of a world's policy: its text for the agent, and the cues by which an answer cites it.
+
+    `enforced=False` marks a rule that lives only in the policy: the tools would allow the action, so only
+    an agent that read and followed the policy refuses it.
+    """
+
+    id: str
+    text: str
+    cues: tuple[str, ...]
+    enforced: bool = True
+
+
+@dataclass
+class World:
+    """A world package's single export: metadata, state models, seed, tools and tasks."""
+
+    name: str
+    title: str
+    description: str
+    scenario: str
+    base: type[SQLModel]
+    seed: Callable[[Session], None]
+    tools: list[Callable[..., Any]]
+    tasks: list[Task]
+    version: str = "1.0.0"
+    tags: list[str] = field(default_factory=list)
+    clock: datetime = datetime(2026, 6, 1, 12, 0, 0)
+    source: str = ""
+    rules: list[Rule] = field(default_factory=list)
+    free_fields: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Columns (per table) that may differ from the reference: free text the agent words itself, judged by
+    the task's own checks. Everything else in the final database must match the reference exactly."""
+    max_answer_chars: int = 400
+    """Answers longer than this fail: an answer must commit, not list every candidate."""
+
+    @property
+    def policy(self) -> str:
+        """The rules as a document the agent is given (and must follow even where the tools would not)."""
+        return "\n".join(f"- {r.text}" for r in self.rules)
+
+    def rule(self, rule_id: str) -> Rule:
+        for r in self.rules:
+            if r.id == rule_id:
+                return r
+        raise KeyError(f"world {self.name}: no rule {rule_id!r}; rules: {', '.join(r.id for r in self.rules)}")
