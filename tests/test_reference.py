@@ -48,6 +48,15 @@ def add_note(db: Session, account_id: str, kind: str, text: str) -> Note:
     return note
 
 
+@tool(writes=True)
+def draw_prize(db: Session) -> Note:
+    """Give a prize note to a random account (the episode's generator picks it)."""
+    winner = db.info["rng"].choice(["A1", "A2", "A3"])
+    note = Note(id=new_id(db, "N"), account_id=winner, kind="prize", text="winner")
+    db.add(note)
+    return note
+
+
 @tool
 def get_account(db: Session, account_id: str) -> Account:
     """Read an account."""
@@ -62,13 +71,14 @@ TASKS = [
                    call("add_note", account_id="A2", kind="mail", text="mailed")],
          verify=lambda o: Check(name="notes say what was done", passed=all(
              len(r["text"]) >= 5 for r in o.diff.tables["note"].inserted))),
+    Task(id="draw", instruction="Run the prize draw.", solution=[call("draw_prize")]),
     Task(id="either", instruction="Flag A1 or A2 with a 'vip' note.",
          solution=[call("add_note", account_id="A1", kind="vip", text="vip client")],
          alternatives=[[call("add_note", account_id="A2", kind="vip", text="vip client")]]),
 ]
 
 RT = WorldRuntime(World(name="accounts", title="Accounts", description="Accounts.", scenario="Help.", base=Base,
-                        seed=seed, tools=[set_email, add_note, get_account], tasks=TASKS,
+                        seed=seed, tools=[set_email, add_note, draw_prize, get_account], tasks=TASKS,
                         free_fields={"note": ("text",)}))
 
 
@@ -132,3 +142,17 @@ def test_nested_check_lists_fail_when_any_check_fails() -> None:
     assert not verdict.passed and verdict.score == 0.5
     assert normalize_verdict([[passing, True], [passing]]).passed
     assert not normalize_verdict([]).passed
+
+
+def test_a_seed_dependent_reference_is_played_per_seed() -> None:
+    """When a tool draws from the episode's generator, the reference of the agent's own seed is the oracle."""
+    winners = set()
+    for seed in range(6):
+        assert play("draw", ("draw_prize", {}), seed=seed)[0], f"seed {seed}"
+        episode = RT.fork("draw", seed=seed)
+        RT.call(episode, "draw_prize", {})
+        winners |= {r["account_id"] for r in RT.diff(episode).tables["note"].inserted}
+        episode.close()
+    assert len(winners) > 1, "the draw must depend on the seed for this test to mean anything"
+    assert play("email", *reference("email"))[0]
+    assert ("email", None) in RT._references and ("draw", None) not in RT._references

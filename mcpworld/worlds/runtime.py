@@ -166,7 +166,7 @@ class WorldRuntime:
             name: tuple(c.name for c in table.primary_key.columns) for name, table in self.metadata.tables.items()
         }
         self._templates: dict[str | None, Template] = {}
-        self._references: dict[tuple[str, int], list[Canonical]] = {}
+        self._references: dict[tuple[str, int | None], list[Canonical]] = {}  # (task, seed or None: any)
         self.engine = engine_for(_ActiveConnection)
 
     # -- templates -------------------------------------------------------------------------------------
@@ -303,22 +303,36 @@ class WorldRuntime:
         return StateDiff(tables)
 
     def reference_states(self, task: Task, seed: int = 0) -> list[Canonical]:
-        """The final states of the task's reference solution (and its alternatives), played once per seed."""
-        key = (task.id, seed)
-        if key not in self._references:
-            states = []
-            for solution in [task.solution, *task.alternatives]:
-                episode = self.fork(task.id, seed)
-                try:
-                    for step in solution:
-                        self.call(episode, step.name, step.arguments)
-                    states.append(canonical(self.diff(episode), episode.generated, self.world.free_fields))
-                finally:
-                    episode.close()
+        """The final states of the task's reference solution (and its alternatives), played once.
+
+        Generated ids are placeholders, so a reference's end state rarely depends on the seed: it is played
+        with seeds 0 and 1 and, when both agree, shared by every seed; otherwise (a tool draws from the episode's
+        generator for more than ids) it is played once per seed.
+        """
+        shared = self._references.get((task.id, None))
+        if shared is not None:
+            return shared
+        if (task.id, seed) not in self._references:
+            first = self._play_references(task, 0)
+            if first == self._play_references(task, 1):
+                self._references[(task.id, None)] = first
+                return first
             if len(self._references) >= MAX_REFERENCES:  # bounded: RL draws a new seed per sample
                 self._references.pop(next(iter(self._references)))
-            self._references[key] = states
-        return self._references[key]
+            self._references[(task.id, seed)] = first if seed == 0 else self._play_references(task, seed)
+        return self._references[(task.id, seed)]
+
+    def _play_references(self, task: Task, seed: int) -> list[Canonical]:
+        states = []
+        for solution in [task.solution, *task.alternatives]:
+            episode = self.fork(task.id, seed)
+            try:
+                for step in solution:
+                    self.call(episode, step.name, step.arguments)
+                states.append(canonical(self.diff(episode), episode.generated, self.world.free_fields))
+            finally:
+                episode.close()
+        return states
 
     def answer_context(self, episode: Episode) -> AnswerContext:
         """What typed answers and refusals are judged against: the instruction, the starting rows, the cap."""
