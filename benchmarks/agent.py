@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import tempfile
 import time
@@ -37,10 +38,11 @@ def _direct_rate() -> float:
 
 def bench_agent(quick: bool, concurrency: int = 8) -> list[Row]:
     home = tempfile.mkdtemp()
+    token = secrets.token_urlsafe(16)  # the oracle presents it to fetch references; no other policy sees them
     port = free_port()
     registry = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen(mcpworld_cmd("up", "--port", str(port), "--health-interval", "3600"),
-                            env={**os.environ, "MCPWORLD_HOME": home}, stdout=subprocess.PIPE,
+                            env={**os.environ, "MCPWORLD_HOME": home, "MCPWORLD_REGISTRY_TOKEN": token}, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     try:
         wait_http(registry + "/healthz", proc)
@@ -52,7 +54,7 @@ def bench_agent(quick: bool, concurrency: int = 8) -> list[Row]:
                 spec = RunSpec(server=ref.name, tasks=tasks, samples=1 if quick else 2, concurrency=concurrency,
                                registry=registry)
                 began = time.perf_counter()
-                trajs, _ = await run(spec, lambda i: OraclePolicy())
+                trajs, _ = await run(spec, lambda i: OraclePolicy(token=token))
                 elapsed += time.perf_counter() - began
                 total += len(trajs)
                 ok += sum(t.reward == 1.0 for t in trajs)
