@@ -42,8 +42,8 @@ def bench_agent(quick: bool, concurrency: int = 8) -> list[Row]:
     port = free_port()
     registry = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen(mcpworld_cmd("up", "--port", str(port), "--health-interval", "3600"),
-                            env={**os.environ, "MCPWORLD_HOME": home, "MCPWORLD_REGISTRY_TOKEN": token}, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            env={**os.environ, "MCPWORLD_HOME": home, "MCPWORLD_REGISTRY_TOKEN": token},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         wait_http(registry + "/healthz", proc)
 

@@ -11,11 +11,18 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcpworld.agent.formats import get_format
+from mcpworld.agent.formats import Action, get_format
 from mcpworld.agent.loop import EpisodeConfig, window
-from mcpworld.agent.policies import OpenAIPolicy, OraclePolicy, RandomPolicy, ReplayPolicy
+from mcpworld.agent.policies import OpenAIPolicy, OraclePolicy, RandomPolicy, ReplayPolicy, make_policy
 from mcpworld.agent.runner import RunSpec, best_of_n, list_tasks, run
-from mcpworld.agent.trajectory import Trajectory, TrajectoryWriter, read_trajectories
+from mcpworld.agent.trajectory import (
+    FORMAT_PENALTY,
+    INFRA_TERMINATIONS,
+    Termination,
+    Trajectory,
+    TrajectoryWriter,
+    read_trajectories,
+)
 from mcpworld.core.llm import ChatClient
 from mcpworld.core.llm_replay import ReplayLLM, serve
 from mcpworld.core.schemas import random_value
@@ -222,3 +229,56 @@ def test_best_of_n_picks_the_best_sample() -> None:
                           verdict=Verdict(passed=score == 1, score=score))
 
     assert best_of_n([t(0, 0.5), t(1, 1.0), t(2, 1.0)])["x"].sample == 1
+
+
+def test_termination_knows_penalties_and_infra_errors() -> None:
+    penalized = {t for t in Termination if t.penalized}
+    assert penalized == {Termination.FORMAT_ERROR, Termination.UNKNOWN_TOOL}
+    assert INFRA_TERMINATIONS == {t for t in Termination if t.infra} == {"infra_error", "server_error"}
+    assert not penalized & INFRA_TERMINATIONS
+    assert Termination.FORMAT_ERROR.reward(passed=True) == FORMAT_PENALTY == -1.0
+    assert Termination.UNKNOWN_TOOL.reward(penalize=False) == 0.0
+    assert Termination.FINAL_ANSWER.reward(True) == Termination.MAX_TURNS.reward(True) == 1.0
+    assert Termination.FINAL_ANSWER.reward(False) == 0.0
+    assert Termination.INFRA_ERROR.reward(True) == Termination.SERVER_ERROR.reward() == 0.0  # never a -1
+    # stored as the plain string, read back as the type (legacy lines included)
+    t = Trajectory.model_validate_json(Trajectory(server="s", task="t", policy="p",
+                                                  termination=Termination.UNKNOWN_TOOL).model_dump_json())
+    assert t.termination is Termination.UNKNOWN_TOOL and t.termination == "unknown_tool" and t.is_penalized
+    assert '"termination":"unknown_tool"' in t.model_dump_json()
+    legacy = Trajectory(server="s", task="t", policy="p", termination="server_error")  # type: ignore[arg-type]
+    assert legacy.is_infra and not legacy.is_penalized
+
+
+def test_make_policy_is_the_one_factory(tmp_path: Path) -> None:
+    assert isinstance(make_policy("oracle", format="awm"), OraclePolicy)
+    assert make_policy("oracle", format="awm").format.name == "awm"
+    a, b = make_policy("random", seed=2, index=3), RandomPolicy(seed=2 * 1000 + 3)
+    assert isinstance(a, RandomPolicy) and a.rng.random() == b.rng.random()  # seeded seed * 1000 + index
+    model = make_policy("openai", model="m", base_url="http://x/v1", temperature=0.5, timeout_s=7.0, format="text")
+    assert isinstance(model, OpenAIPolicy) and model.format.name == "text"
+    assert (model.client.model, model.client.base_url, model.client.timeout_s) == ("m", "http://x/v1", 7.0)
+    assert model.client.sampling == {"temperature": 0.5}
+    client = ChatClient(base_url="http://y/v1", model="n")
+    assert make_policy("openai", client=client).client is client  # type: ignore[attr-defined]
+    (tmp_path / "r.jsonl").write_text("")
+    assert isinstance(make_policy("replay", replay_file=tmp_path / "r.jsonl"), ReplayPolicy)
+    with pytest.raises(ValueError, match="replay file"):
+        make_policy("replay")
+    with pytest.raises(ValueError, match="unknown policy"):
+        make_policy("greedy")
+
+
+def test_each_format_answers_its_own_local_actions() -> None:
+    import mcp_types as types
+
+    tools = [types.Tool(name="get_user", description="A user.", input_schema={"type": "object"})]
+    awm = get_format("awm")
+    listing = awm.parse({"role": "assistant", "content": '<tool_call>{"name": "list_tools", "arguments": {}}'
+                                                         "</tool_call>"}, [])
+    messages = awm.local_messages(listing, tools)
+    assert messages is not None and "get_user: A user." in messages[0]["content"]
+    for name in ("native", "text"):  # no local actions: everything they parse goes to the server
+        assert get_format(name).local_messages(Action(message={}, local="list_tools"), tools) is None
+    call = awm.assistant_message([], None) | {"content": "done"}
+    assert awm.local_messages(awm.parse(call, []), tools) is None

@@ -11,8 +11,9 @@ from pathlib import Path
 import anyio
 import click
 
-from mcpworld.agent.formats import FORMATS, get_format
+from mcpworld.agent.formats import FORMATS
 from mcpworld.agent.loop import EpisodeConfig
+from mcpworld.agent.policies import POLICIES
 
 LOST_EXIT = 3  # episodes were lost to infrastructure errors: rerun with --resume
 
@@ -21,7 +22,7 @@ LOST_EXIT = 3  # episodes were lost to infrastructure errors: rerun with --resum
 @click.option("--server", required=True, help="Registered name (airline, io.mcpworld/airline) or an MCP URL.")
 @click.option("--task", "task_ids", multiple=True, help="Task id (repeatable). Default: every task.")
 @click.option("--split", type=click.Choice(["train", "test"]), default=None, help="Only tasks of this split.")
-@click.option("--policy", type=click.Choice(["oracle", "random", "replay", "openai"]), default="oracle",
+@click.option("--policy", type=click.Choice(list(POLICIES)), default="oracle",
               show_default=True)
 @click.option("--model", default=None, envvar="MCPWORLD_MODEL", help="Model name for --policy openai.")
 @click.option("--base-url", default=None, envvar="OPENAI_BASE_URL",
@@ -72,6 +73,7 @@ def run_command(server: str, task_ids: tuple[str, ...], split: str | None, polic
     )
     from rich.table import Table
 
+    from mcpworld.agent.policies import Policy, make_policy
     from mcpworld.agent.runner import RunSpec, list_tasks, run
     from mcpworld.registry.connect import ConnectError
 
@@ -93,26 +95,15 @@ def run_command(server: str, task_ids: tuple[str, ...], split: str | None, polic
                    resume=resume, registry=registry, retries=retries, backoff_s=retry_backoff,
                    config=EpisodeConfig(max_turns=max_turns, turn_timeout_s=turn_timeout, history_turns=history))
 
-    def make_policy(index: int):  # type: ignore[no-untyped-def]
-        from mcpworld.agent import policies
-        from mcpworld.core.llm import ChatClient
-
-        f = get_format(fmt)
-        if policy == "oracle":
-            return policies.OraclePolicy(f)
-        if policy == "random":
-            return policies.RandomPolicy(seed=seed * 1000 + index, format=f)
-        if policy == "replay":
-            return policies.ReplayPolicy(replay_file, f)  # type: ignore[arg-type]
-        sampling = {"temperature": temperature} if temperature is not None else {}
-        return policies.OpenAIPolicy(ChatClient(base_url=base_url, model=model, timeout_s=turn_timeout,  # type: ignore[arg-type]
-                                                sampling=sampling), f)
+    def policy_for(index: int) -> Policy:
+        return make_policy(policy, seed=seed, index=index, format=fmt, model=model, base_url=base_url,
+                           temperature=temperature, timeout_s=turn_timeout, replay_file=replay_file)
 
     total = len(tasks) * samples
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=Console(stderr=True)) as progress:
         bar = progress.add_task(f"{server} · {policy}", total=total)
-        _, summary = anyio.run(lambda: run(spec, make_policy, on_done=lambda t: progress.advance(bar)))
+        _, summary = anyio.run(lambda: run(spec, policy_for, on_done=lambda t: progress.advance(bar)))
         progress.update(bar, completed=total)
     table = Table("metric", "value", title=f"{server} · {policy} → {output}")
     for k, v in summary.rows():

@@ -29,7 +29,7 @@ class Action:
     calls: list[ToolCall] = field(default_factory=list)
     final: str | None = None
     error: str | None = None
-    local: str | None = None  # AWM's list_tools: answered by the agent itself, no server call
+    local: str | None = None  # an action the format answers itself, no server call (AWM's list_tools)
 
 
 def openai_tools(tools: list[types.Tool]) -> list[dict[str, Any]]:
@@ -68,6 +68,10 @@ class Format(ABC):
     @abstractmethod
     def parse(self, message: dict[str, Any], history: list[dict[str, Any]]) -> Action:
         """The policy's reply as tool calls, a final answer, or a malformed reply."""
+
+    def local_messages(self, action: Action, tools: list[types.Tool]) -> list[dict[str, Any]] | None:
+        """The messages that answer `action` when this format handles it itself (no server call), else None."""
+        return None
 
     def result_messages(self, action: Action, results: list[tuple[str, bool]]) -> list[dict[str, Any]]:
         """Messages that give the model its tool results ((text, is_error) per call)."""
@@ -175,6 +179,13 @@ class AWMFormat(TextFormat):
         if not isinstance(name, str) or not isinstance(arguments, dict):
             return Action(message=message, error="call_tool needs tool_name (string) and arguments (object)")
         return Action(message=message, calls=[ToolCall(name=name, arguments=arguments)])
+
+    def local_messages(self, action: Action, tools: list[types.Tool]) -> list[dict[str, Any]] | None:
+        """`list_tools` is answered here, from the domain tools the agent already has."""
+        if action.local != "list_tools":
+            return None
+        listing = "\n".join(f"{t.name}: {t.description}\n  parameters: {t.input_schema}" for t in tools)
+        return self.result_messages(action, [(listing, False)])
 
     def assistant_message(self, calls: list[ToolCall], content: str | None) -> dict[str, Any]:
         wrapped = [ToolCall(name="call_tool", arguments={"tool_name": c.name, "arguments": c.arguments})

@@ -12,7 +12,7 @@ from mcp.shared.exceptions import MCPError
 
 from mcpworld.agent.formats import Action, Format
 from mcpworld.agent.policies import Policy
-from mcpworld.agent.trajectory import CallRecord, Step, Trajectory
+from mcpworld.agent.trajectory import CallRecord, Step, Termination, Trajectory
 from mcpworld.core.llm import LLMError
 from mcpworld.core.models import TaskInfo
 from mcpworld.core.protocol import EpisodeControl
@@ -37,7 +37,9 @@ class EpisodeConfig:
 
 
 class EpisodeEnd(Exception):
-    def __init__(self, termination: str, error: str):
+    """Ends an episode early for the agent's own reason (its format, an unknown tool, its turn timeout)."""
+
+    def __init__(self, termination: Termination, error: str):
         super().__init__(error)
         self.termination, self.error = termination, error
 
@@ -113,19 +115,21 @@ async def run_episode(ctl: EpisodeControl, server: str, task: TaskInfo, policy: 
                 if answer is not None:
                     break
             else:
-                traj.termination = "max_turns"
+                traj.termination = Termination.MAX_TURNS
             verified = await ctl.verify(traj.episode, answer, close=True)
             traj.verdict, closed = verified.verdict, verified.closed
-            traj.reward = 1.0 if traj.verdict.passed else 0.0
+            traj.reward = Termination(traj.termination).reward(traj.verdict.passed)
     except EpisodeEnd as end:
-        traj.termination, traj.error = end.termination, end.error  # type: ignore[assignment]
-        traj.reward = -1.0 if config.penalize and end.termination in ("format_error", "unknown_tool") else 0.0
+        traj.termination, traj.error = end.termination, end.error
+        traj.reward = end.termination.reward(penalize=config.penalize)
     except TimeoutError:
-        traj.termination, traj.error = "episode_timeout", f"episode exceeded {config.episode_timeout_s:g}s"
+        traj.termination = Termination.EPISODE_TIMEOUT
+        traj.error = f"episode exceeded {config.episode_timeout_s:g}s"
     except LLMError as exc:
-        traj.termination, traj.error = "model_error", str(exc)
+        traj.termination, traj.error = Termination.MODEL_ERROR, str(exc)
     except Exception as exc:  # the server died, the connection broke, a request timed out: not the agent's doing
-        traj.termination, traj.error, traj.reward, traj.verdict = "infra_error", infra_error_text(exc), 0.0, None
+        traj.termination, traj.error, traj.verdict = Termination.INFRA_ERROR, infra_error_text(exc), None
+        traj.reward = traj.termination.reward()
     finally:
         traj.duration_s = round(time.perf_counter() - began, 4)
         if traj.episode is not None and not closed:
@@ -145,7 +149,8 @@ async def _turn(ctl: EpisodeControl, traj: Trajectory, task: TaskInfo, policy: P
         with anyio.fail_after(config.turn_timeout_s):
             action: Action = await policy.act(window(traj.messages, config.history_turns), tools, task)
     except TimeoutError:
-        raise EpisodeEnd("timeout", f"turn {turn}: the policy took longer than {config.turn_timeout_s:g}s") from None
+        raise EpisodeEnd(Termination.TIMEOUT,
+                         f"turn {turn}: the policy took longer than {config.turn_timeout_s:g}s") from None
     step = Step(turn=turn, policy_ms=round((time.perf_counter() - t0) * 1000, 2))
     traj.steps.append(step)
     traj.messages.append(action.message)
@@ -153,17 +158,16 @@ async def _turn(ctl: EpisodeControl, traj: Trajectory, task: TaskInfo, policy: P
         if isinstance(value, int):
             traj.usage[key] = traj.usage.get(key, 0) + value
     if action.error is not None:
-        raise EpisodeEnd("format_error", f"turn {turn}: {action.error}")
-    if action.local == "list_tools":
-        listing = "\n".join(f"{t.name}: {t.description}\n  parameters: {t.input_schema}" for t in tools)
-        traj.messages += policy.format.result_messages(action, [(listing, False)])
+        raise EpisodeEnd(Termination.FORMAT_ERROR, f"turn {turn}: {action.error}")
+    if (local := policy.format.local_messages(action, tools)) is not None:  # answered by the format, no server call
+        traj.messages += local
         return None
     if not action.calls:
         return action.final or ""
     results = []
     for call in action.calls:
         if call.name not in names:
-            raise EpisodeEnd("unknown_tool", f"turn {turn}: unknown tool {call.name!r}")
+            raise EpisodeEnd(Termination.UNKNOWN_TOOL, f"turn {turn}: unknown tool {call.name!r}")
         t1 = time.perf_counter()
         result = await ctl.call(traj.episode, call.name, call.arguments)  # type: ignore[arg-type]
         step.calls.append(CallRecord(name=call.name, arguments=call.arguments, is_error=bool(result.is_error),

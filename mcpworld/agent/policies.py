@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 import mcp_types as types
 
-from mcpworld.agent.formats import Action, Format, NativeFormat
+from mcpworld.agent.formats import Action, Format, NativeFormat, get_format
 from mcpworld.core.llm import ChatClient
 from mcpworld.core.models import TaskInfo, ToolCall
 from mcpworld.core.paths import registry_token
@@ -39,7 +39,7 @@ class OpenAIPolicy:
     def __init__(self, client: ChatClient, format: Format | None = None):
         self.client = client
         self.format = format or NativeFormat()
-        self.model = client.model
+        self.model: str | None = client.model
         self.usage: dict[str, int] = {}
 
     async def act(self, messages: list[dict[str, Any]], tools: list[types.Tool], task: TaskInfo) -> Action:
@@ -59,7 +59,7 @@ class OraclePolicy:
     """
 
     name = "oracle"
-    model = None
+    model: str | None = None
 
     def __init__(self, format: Format | None = None, token: str | None = None):
         self.format = format or NativeFormat()
@@ -92,7 +92,7 @@ class RandomPolicy:
     """Schema-valid random calls for a few turns, then gives up: a floor every real policy must beat."""
 
     name = "random"
-    model = None
+    model: str | None = None
 
     def __init__(self, seed: int = 0, max_calls: int = 4, format: Format | None = None):
         self.rng = random.Random(seed)
@@ -111,7 +111,7 @@ class ReplayPolicy:
     """Replays the assistant turns of recorded trajectories (JSONL), matched by server and task."""
 
     name = "replay"
-    model = None
+    model: str | None = None
 
     def __init__(self, path: str | Path, format: Format | None = None):
         from mcpworld.agent.trajectory import INFRA_TERMINATIONS, read_jsonl
@@ -135,3 +135,33 @@ class ReplayPolicy:
         if turn >= len(recorded):
             return Action(message={"role": "assistant", "content": ""}, final="")
         return self.format.parse(dict(recorded[turn]), messages)
+
+
+POLICIES = ("oracle", "random", "replay", "openai")
+
+
+def make_policy(name: str, *, seed: int = 0, index: int = 0, format: str | Format = "native",
+                client: ChatClient | None = None, model: str | None = None, base_url: str | None = None,
+                temperature: float | None = None, timeout_s: float | None = None,
+                replay_file: str | Path | None = None, token: str | None = None) -> Policy:
+    """The policy called `name` for runner worker `index`: the one factory behind every command and screen.
+
+    Random policies are seeded `seed * 1000 + index`, so workers and runs draw apart. `openai` talks to
+    `client`, or to a new `ChatClient` for `model` at `base_url` (unset options keep the client's defaults).
+    """
+    fmt = get_format(format) if isinstance(format, str) else format
+    if name == "oracle":
+        return OraclePolicy(fmt, token=token)
+    if name == "random":
+        return RandomPolicy(seed=seed * 1000 + index, format=fmt)
+    if name == "replay":
+        if replay_file is None:
+            raise ValueError("the replay policy needs a replay file")
+        return ReplayPolicy(replay_file, fmt)
+    if name == "openai":
+        if client is None:
+            options: dict[str, Any] = {"base_url": base_url, "model": model, "timeout_s": timeout_s}
+            client = ChatClient(**{k: v for k, v in options.items() if v is not None},
+                                sampling={"temperature": temperature} if temperature is not None else {})
+        return OpenAIPolicy(client, fmt)
+    raise ValueError(f"unknown policy {name!r}; choose from {', '.join(POLICIES)}")

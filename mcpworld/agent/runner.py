@@ -18,7 +18,7 @@ import anyio
 
 from mcpworld.agent.loop import EpisodeConfig, infra_error_text, run_episode
 from mcpworld.agent.policies import Policy
-from mcpworld.agent.trajectory import Trajectory, TrajectoryWriter, read_trajectories
+from mcpworld.agent.trajectory import Termination, Trajectory, TrajectoryWriter, read_trajectories
 from mcpworld.core.models import TaskInfo
 from mcpworld.core.protocol import EpisodeControl
 from mcpworld.registry.connect import connect, full_name
@@ -180,7 +180,7 @@ async def run(spec: RunSpec, make_policy: Callable[[int], Policy],
 def _failed(spec: RunSpec, name: str, job: tuple[TaskInfo, int], policy: Policy, exc: BaseException) -> Trajectory:
     task, sample = job
     return Trajectory(server=name, task=task.id, sample=sample, seed=spec.seed + sample, policy=policy.name,
-                      model=policy.model, format=policy.format.name, termination="infra_error",
+                      model=policy.model, format=policy.format.name, termination=Termination.INFRA_ERROR,
                       error=infra_error_text(exc), reward=0.0)
 
 

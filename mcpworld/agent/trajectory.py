@@ -11,20 +11,58 @@ import os
 import threading
 import warnings
 from collections.abc import Iterator
+from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from mcpworld.core.models import ToolCall, Verdict
 
-Termination = Literal["final_answer", "max_turns", "timeout", "format_error", "unknown_tool", "infra_error",
-                      "server_error", "model_error", "episode_timeout"]
+FORMAT_PENALTY = -1.0  # AWM's format reward: what a penalised termination scores, whatever the scorer says
 
-# Episodes our side lost (the server died, the connection broke, a request to it timed out, the worker crashed):
-# not the agent's doing, so they carry no reward, every consumer leaves them out, and `--resume` plays them
-# again. `server_error` is how runners before infra_error recorded the same thing (with a wrong -1).
-INFRA_TERMINATIONS = frozenset({"infra_error", "server_error"})
+
+class Termination(StrEnum):
+    """How an episode ended; the one place that knows which endings are penalised and which are infra errors.
+
+    A StrEnum, so trajectories keep the plain strings on disk and `t.termination == "max_turns"` still reads.
+    """
+
+    FINAL_ANSWER = "final_answer"
+    MAX_TURNS = "max_turns"
+    TIMEOUT = "timeout"
+    FORMAT_ERROR = "format_error"
+    UNKNOWN_TOOL = "unknown_tool"
+    INFRA_ERROR = "infra_error"
+    SERVER_ERROR = "server_error"
+    MODEL_ERROR = "model_error"
+    EPISODE_TIMEOUT = "episode_timeout"
+
+    @property
+    def penalized(self) -> bool:
+        """The agent broke the protocol (malformed reply, unknown tool): `FORMAT_PENALTY`, not a verifier score."""
+        return self in (Termination.FORMAT_ERROR, Termination.UNKNOWN_TOOL)
+
+    @property
+    def infra(self) -> bool:
+        """Our side lost the episode (server died, connection broke, request timed out, worker crashed).
+
+        Not the agent's doing, so it carries no reward, every consumer leaves it out, and `--resume` plays it
+        again. `server_error` is how runners before infra_error recorded the same thing (with a wrong -1).
+        """
+        return self in (Termination.INFRA_ERROR, Termination.SERVER_ERROR)
+
+    def reward(self, passed: bool = False, *, penalize: bool = True) -> float:
+        """The episode's verifier reward: 1 passed / 0, `FORMAT_PENALTY` when penalised, never anything for infra."""
+        if self.infra:
+            return 0.0
+        if self.penalized:
+            return FORMAT_PENALTY if penalize else 0.0
+        return 1.0 if passed else 0.0
+
+
+INFRA_TERMINATIONS = frozenset(t for t in Termination if t.infra)
+PENALIZED_TERMINATIONS = frozenset(t for t in Termination if t.penalized)
 
 
 class CallRecord(ToolCall):
@@ -54,7 +92,7 @@ class Trajectory(BaseModel):
     usage: dict[str, int] = Field(default_factory=dict)
     verdict: Verdict | None = None
     reward: float = 0.0
-    termination: Termination = "final_answer"
+    termination: Termination = Termination.FINAL_ANSWER
     error: str | None = None
     duration_s: float = 0.0
     attempts: int = 1  # tries this (task, sample) took: more than 1 when infrastructure errors were retried
@@ -66,7 +104,12 @@ class Trajectory(BaseModel):
     @property
     def is_infra(self) -> bool:
         """Lost to an infrastructure error: no reward, not a sample of the policy, to be played again."""
-        return self.termination in INFRA_TERMINATIONS
+        return Termination(self.termination).infra
+
+    @property
+    def is_penalized(self) -> bool:
+        """Ended by the agent's own protocol error (format error, unknown tool): `FORMAT_PENALTY`."""
+        return Termination(self.termination).penalized
 
     @property
     def infra_reason(self) -> str | None:

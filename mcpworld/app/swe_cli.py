@@ -202,17 +202,12 @@ def serve_stdio(sw: Any) -> None:
     import atexit
     import signal
 
-    import anyio
-    from mcp.server.stdio import stdio_server
-
-    async def main() -> None:
-        async with stdio_server() as (read, write):
-            await sw.server.run(read, write, sw.server.create_initialization_options())
+    from mcpworld.core.serving import run_stdio
 
     atexit.register(sw.close_all)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # a terminated server still removes its workspaces
     try:
-        anyio.run(main)
+        run_stdio(sw.server)  # malformed lines get JSON-RPC errors, and serving goes on
     finally:
         sw.close_all()
 

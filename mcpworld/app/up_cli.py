@@ -59,12 +59,19 @@ def up_command(port: int, host: str, allow_hosts: tuple[str, ...], db: str | Non
     secret, is_new = registry_token(token)
     names = list(only) or [r.name for r in discover()]
     from mcpworld.swe.server import build_swe_server
+    from mcpworld.swe.shell import BackendUnavailable
     from mcpworld.worldmodels.servers import WorldModelConfig, world_model_servers
 
+    swe = None
+    if not no_swe:
+        try:
+            swe = build_swe_server(token=secret)
+        except BackendUnavailable as exc:  # no containment here: serve everything else, and say why
+            click.echo(f"warning: not serving the SWE sandbox: {exc}\n(pass --no-swe to silence this)", err=True)
     stack = Stack(host=host, port=port, store=RegistryStore(db), token=secret,
                   worlds=build_servers(names, EpisodeLimits(max_episodes=max_episodes), skip_broken=not only,
                                         token=secret),
-                  health_interval_s=health_interval, swe=None if no_swe else build_swe_server(token=secret),
+                  health_interval_s=health_interval, swe=swe,
                   world_models=world_model_servers(WorldModelConfig.from_env(swt_url=swt_url, swr_url=swr_url)),
                   allow_hosts=allow_hosts)
     try:

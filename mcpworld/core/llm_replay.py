@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -29,10 +28,6 @@ class ReplayLLM:
     def __init__(self, scripts: dict[str, list[Reply]]):
         self.scripts = scripts
         self.requests: list[dict[str, Any]] = []
-
-    @classmethod
-    def from_file(cls, path: str | Path) -> ReplayLLM:
-        return cls(json.loads(Path(path).read_text()))
 
     def _script(self, messages: list[dict[str, Any]]) -> tuple[str, list[Reply]] | None:
         first_user = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")

@@ -209,6 +209,7 @@ class SWEServer:
         self._commits: dict[str, str] = {}
         self._solutions: dict[str, list[ToolCall]] = {}
         self._lock = threading.Lock()
+        self._starting = 0  # episode slots reserved by starts still checking out (counted against max_episodes)
         self._ids = itertools.count(1)
         self._closed = False
         self.server: Server[Any] = Server(
@@ -234,18 +235,35 @@ class SWEServer:
             instance = self.instances[task]
         else:
             raise KeyError(f"unknown task {task!r}")
-        with self._lock:
+        with self._lock:  # reserve the slot before the slow checkout, so concurrent starts cannot overshoot
             if self._closed:
                 raise EpisodeError("the server is shutting down")
-            if len(self._episodes) >= self.options.max_episodes:
-                raise EpisodeError(f"too many live episodes ({len(self._episodes)} of max "
-                                   f"{self.options.max_episodes}); close finished episodes first")
-        commit = self._commit(instance)
-        ws = self.pool.acquire(instance.repo_source, commit, repo_dirname(instance))
-        episode = SWEEpisode(f"swe-{next(self._ids)}-{ws.parent.name[-8:]}", instance, ws, Editor(ws.root),
-                             LspSession(ws.root))
+            live = len(self._episodes) + self._starting
+            if live >= self.options.max_episodes:
+                raise EpisodeError(f"too many live episodes ({live} of max {self.options.max_episodes}, counting "
+                                   "starts in progress); close finished episodes first")
+            self._starting += 1
+        ws = None
+        try:
+            commit = self._commit(instance)
+            ws = self.pool.acquire(instance.repo_source, commit, repo_dirname(instance))
+            episode = SWEEpisode(f"swe-{next(self._ids)}-{ws.parent.name[-8:]}", instance, ws, Editor(ws.root),
+                                 LspSession(ws.root))
+        except BaseException:
+            with self._lock:
+                self._starting -= 1
+            if ws is not None:
+                self.pool.release(ws)
+            raise
         with self._lock:
-            self._episodes[episode.id] = episode
+            self._starting -= 1
+            closed = self._closed
+            if not closed:
+                self._episodes[episode.id] = episode
+        if closed:  # close_all ran during the checkout: do not leak the workspace
+            episode.lsp.close()
+            self.pool.release(ws)
+            raise EpisodeError("the server is shutting down")
         bind = getattr(self.backend, "bind", None)  # backends that need the instance (simulated) are told it
         if bind is not None:
             bind(ws.root, instance)

@@ -1,7 +1,7 @@
 """Where `bash` commands run: execution backends behind one seam, and the shell tool's output policy.
 
 `ExecutionBackend.run(command, cwd, timeout) -> ExecResult` is the whole contract, so a simulated backend (SWT, an
-LLM that predicts output) plugs in beside `LocalBackend` (process group, rlimits, optional bubblewrap) and
+LLM that predicts output) plugs in beside `LocalBackend` (contained by `mcpworld.core.contain`) and
 `DockerBackend` (Docker SDK, when an engine answers). File operations never go through a backend: they are real.
 """
 
@@ -11,7 +11,6 @@ import os
 import re
 import resource
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -20,6 +19,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
+
+from mcpworld.core import contain
 
 MAX_OUTPUT_CHARS = 16000
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
@@ -89,75 +90,66 @@ def scrubbed_env(home: Path | None, extra: dict[str, str] | None = None) -> dict
 
 def bwrap_works() -> bool:
     """Whether bubblewrap is installed and allowed to make namespaces here (containers often forbid it)."""
-    exe = shutil.which("bwrap")
-    if not exe:
-        return False
-    try:
-        return subprocess.run([exe, "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-all", "--die-with-parent",
-                               "true"], capture_output=True, timeout=10).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
+    return contain.bwrap_exe() is not None
 
 
 @dataclass
 class LocalBackend:
-    """Subprocess in the workspace: own process group, scrubbed env, rlimits, bubblewrap when it works here.
+    """Subprocess in the workspace, through the one containment layer (`mcpworld.core.contain`).
 
-    Under bubblewrap the whole filesystem is read-only except the workspace folder and a private /tmp, and there
-    is no network. Without it the command runs as the server's user: a convenience, not a security boundary.
+    Contained (bubblewrap): the filesystem is read-only except the workspace folder and a private /tmp; /root,
+    /home and the mcpworld data dir are empty; no network; a PID namespace that dies whole on timeout; a process
+    cap that holds for root (pids cgroup when writable). Without bubblewrap, construction raises
+    BackendUnavailable unless the user opted out (`isolate=False` or MCPWORLD_ALLOW_UNCONTAINED=1): then the
+    command runs as the server's user in its own process group, which is killed on timeout: a convenience, not a
+    security boundary.
     """
 
     limits: Limits = field(default_factory=Limits)
-    isolate: bool | None = None  # None: use bubblewrap when it works here
+    isolate: bool | None = None  # None: contain, or refuse unless MCPWORLD_ALLOW_UNCONTAINED=1; False: opt out
     name: str = "local"
 
     def __post_init__(self) -> None:
-        if self.isolate is None:
-            self.isolate = bwrap_works()
-        elif self.isolate and not bwrap_works():
-            raise BackendUnavailable("bubblewrap isolation requested but `bwrap` is missing or cannot create "
-                                     "namespaces here")
+        try:
+            self.isolate = contain.resolve(self.isolate, "agent shell commands")
+        except contain.ContainmentUnavailable as exc:
+            raise BackendUnavailable(str(exc)) from None
 
     def describe(self) -> str:
-        return "local (bubblewrap-isolated)" if self.isolate else "local (not isolated)"
+        return "local (bubblewrap-isolated)" if self.isolate else "local (NOT isolated: opted out)"
 
     def argv(self, command: str, cwd: Path, writable: Path) -> list[str]:
+        """The full command line (bubblewrap included when isolating), for display and debugging."""
+        inner = ["bash", "-c", command]
         if not self.isolate:
-            return ["bash", "-c", command]
-        argv = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-        for shared in _git_alternates(cwd) + _interpreter_dirs():  # may live under /tmp: keep them readable
-            argv += ["--ro-bind", shared, shared]
-        return argv + ["--bind", str(writable), str(writable), "--unshare-all", "--die-with-parent",
-                       "--new-session", "--chdir", str(cwd), "bash", "-c", command]
+            return inner
+        return contain.bwrap_argv(inner, cwd=str(cwd), rw=[str(writable)], ro=_git_alternates(cwd))
 
     def run(self, command: str, cwd: Path, timeout: float, env: dict[str, str] | None = None,
             writable: Path | None = None) -> ExecResult:
         limits = self.limits
         cpu = max(1, min(limits.cpu_s, int(timeout) + 5))
-
-        def preexec() -> None:  # runs in the child between fork and exec: only setrlimit calls
-            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
-            resource.setrlimit(resource.RLIMIT_AS, (limits.address_space_bytes, limits.address_space_bytes))
-            resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size_bytes, limits.file_size_bytes))
-            resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
-
+        rlimits = [(resource.RLIMIT_CPU, cpu, cpu + 5),
+                   (resource.RLIMIT_AS, limits.address_space_bytes, limits.address_space_bytes),
+                   (resource.RLIMIT_FSIZE, limits.file_size_bytes, limits.file_size_bytes)]
         env = env if env is not None else scrubbed_env(None)
         start = time.monotonic()
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            proc = subprocess.Popen(self.argv(command, cwd, writable or cwd), cwd=cwd, env=env,
-                                    stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True,
-                                    preexec_fn=preexec)
+            proc = contain.Contained(["bash", "-c", command], contain=bool(self.isolate), env=env, cwd=cwd,
+                                     rw=[str(writable or cwd)], ro=_git_alternates(cwd), max_procs=limits.processes,
+                                     rlimits=rlimits, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
             timed_out = False
             try:
                 proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 timed_out = True
-            kill_group(proc.pid)  # also reaps background children the command left behind
-            if timed_out:
-                proc.wait()
+                proc.kill()
+            proc.close()  # also ends background children the command left behind
             duration = time.monotonic() - start
             stdout, stderr = _read_capped(out, limits.output_bytes), _read_capped(err, limits.output_bytes)
-        code = proc.returncode
+        code = proc.proc.returncode
+        if proc.over_cap:
+            stderr += f"\n[killed: more than {limits.processes} processes]"
         return ExecResult(stdout, stderr, -signal.SIGKILL if timed_out else code, timed_out, duration)
 
 
@@ -168,12 +160,6 @@ def _git_alternates(cwd: Path) -> list[str]:
     except OSError:
         return []
     return [line.strip() for line in lines if line.strip().startswith("/") and os.path.isdir(line.strip())]
-
-
-def _interpreter_dirs() -> list[str]:
-    """This Python's installation (a virtualenv may sit under /tmp, which bubblewrap replaces with a tmpfs)."""
-    dirs = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, os.path.dirname(sys.executable))}
-    return sorted(d for d in dirs if d.startswith("/tmp/") and os.path.isdir(d))
 
 
 def kill_group(pid: int) -> None:
@@ -222,9 +208,6 @@ class DockerBackend:
         self.image = image
         self.mem_limit = mem_limit
         self._containers: dict[str, object] = {}
-
-    def describe(self) -> str:
-        return f"docker ({self.image})"
 
     def _container(self, cwd: Path, writable: Path) -> object:
         key = str(writable)

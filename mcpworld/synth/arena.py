@@ -224,16 +224,13 @@ def markdown(summary: dict[str, Any]) -> str:
 
 def policy_factory(policy: str, seed: int = 0, model: str | None = None, base_url: str | None = None) -> PolicyFactory:
     """The arena's policies by name: random, oracle, or openai (an OpenAI-compatible endpoint)."""
-    from mcpworld.agent import policies
+    from mcpworld.agent.policies import make_policy
+
+    if policy not in ("random", "oracle", "openai"):
+        raise ValueError(f"unknown policy {policy!r}: random, oracle or openai")
 
     def make(world: str, index: int) -> Policy:
-        if policy == "random":
-            return policies.RandomPolicy(seed=seed * 1000 + index)
-        if policy == "oracle":
-            return policies.OraclePolicy()
-        if policy == "openai":
-            return policies.OpenAIPolicy(ChatClient(base_url=base_url or "", model=model or "default"))
-        raise ValueError(f"unknown policy {policy!r}: random, oracle or openai")
+        return make_policy(policy, seed=seed, index=index, model=model, base_url=base_url)
 
     return make
 

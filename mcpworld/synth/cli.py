@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -204,25 +205,30 @@ def synth_import(path: Path, install: bool, out: Path, n_tasks: int, seed: int, 
       mcpworld synth import-agent-world ../shared/thirdparty/agent-world --install
       mcpworld serve world aw-dice-roller --stdio
     """
-    from mcpworld.core.paths import user_worlds_dir
     from mcpworld.synth.agent_world import find_environments, import_environment
-    from mcpworld.synth.install import register
+    from mcpworld.synth.install import move_into_place, register, staging
     from mcpworld.worlds.loader import load_world
 
     checkpoints = [c for c in find_environments(path) if not only or c.name.split("_")[0] in only]
     if not checkpoints:
         raise click.ClickException(f"no Agent-World checkpoints (*_step4_checkpoint.json) under {path}")
-    target = user_worlds_dir() if install else out
     client = _client(model, base_url)
     bad = 0
     for checkpoint in checkpoints:
-        result = anyio.run(lambda c=checkpoint: import_environment(c, target, n_tasks=n_tasks, seed=seed,
-                                                                   client=client))
-        if result.problems:
-            _print_dropped(result.dropped, f"{result.name}: ")
-            bad += 1
-            click.echo(f"fail {result.name}: " + "; ".join(result.problems), err=True)
-            continue
+        with contextlib.ExitStack() as stack:
+            # --install builds each package in a private folder and moves it into place only once it validates;
+            # a failed one is removed with that folder, and an older installed copy is left as it was
+            target = stack.enter_context(staging(checkpoint.name.split("_")[0])) if install else out
+            result = anyio.run(lambda c=checkpoint: import_environment(c, target, n_tasks=n_tasks, seed=seed,
+                                                                       client=client))
+            if result.problems:
+                _print_dropped(result.dropped, f"{result.name}: ")
+                bad += 1
+                click.echo(f"fail {result.name}: " + "; ".join(result.problems)
+                           + ("  (not installed)" if install else ""), err=True)
+                continue
+            if install:
+                result.path = move_into_place(result.path, result.name)
         _print_dropped(result.dropped, f"{result.name}: ")
         note = ""
         if install:

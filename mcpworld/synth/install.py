@@ -6,7 +6,11 @@ error: the world is installed, and the message says so.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,16 +28,76 @@ class Registration:
     message: str
 
 
-def install_package(src: Path, name: str) -> Path:
-    """Copy a package to the user's worlds directory (replacing an older copy); returns the new path."""
+class InstallError(RuntimeError):
+    """A package that failed its checks: nothing of it was installed (an older copy, if any, is untouched)."""
+
+
+def package_problems(path: Path) -> list[str]:
+    """What `mcpworld world validate` finds wrong with the package at `path` (empty: it may be installed)."""
+    from mcpworld.worlds.validate import validate
+
+    world, problems = validate(path)
+    found = [str(p) for p in problems]
+    if world is None and not found:
+        found.append(f"{path.name}: the package does not load")
+    return found
+
+
+@contextlib.contextmanager
+def staging(name: str) -> Iterator[Path]:
+    """A private folder inside the worlds directory to build `name` in before it is moved into place.
+
+    Its name starts with a dot, so world discovery never sees it; it is removed, with whatever is left in it,
+    when the block ends (after a failure too).
+    """
+    root = user_worlds_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".installing-{name}-", dir=root))
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def move_into_place(staged: Path, name: str) -> Path:
+    """Replace the installed `name` with the staged package by renames on one filesystem; returns its path."""
+    dest = user_worlds_dir() / name
+    old = None
+    if dest.exists():
+        old = staged.parent / f".replaced-{name}"
+        os.replace(dest, old)
+    try:
+        os.replace(staged, dest)
+    except OSError:
+        if old is not None:  # put the older copy back rather than leave nothing installed
+            os.replace(old, dest)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    return dest
+
+
+def install_package(src: Path, name: str,
+                    check: Callable[[Path], list[str]] | None = package_problems) -> Path:
+    """Install a package into the user's worlds directory (replacing an older copy); returns the new path.
+
+    The copy is made under a temporary name and checked there (`check`, by default `mcpworld world validate`);
+    only a package that passes is moved into place. One that fails raises InstallError, and nothing of it is
+    left installed.
+    """
     dest = user_worlds_dir() / name
     if src.resolve() == dest.resolve():
+        problems = check(dest) if check else []
+        if problems:
+            raise InstallError(f"{name} fails validation: " + "; ".join(problems))
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    if dest.exists():
-        shutil.rmtree(dest)
-    shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__"))
-    return dest
+    with staging(name) as tmp:
+        staged = tmp / name
+        shutil.copytree(src, staged, ignore=shutil.ignore_patterns("__pycache__"))
+        problems = check(staged) if check else []
+        if problems:
+            raise InstallError(f"{name} was not installed: it fails validation: " + "; ".join(problems))
+        return move_into_place(staged, name)
 
 
 def register(world: World, source: str, registry: str | None = None) -> Registration:

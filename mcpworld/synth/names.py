@@ -60,9 +60,5 @@ def is_read_only_name(tool: str) -> bool:
     return snake(tool).split("_")[0] in VERBS
 
 
-def humanize(tool: str) -> str:
-    return snake(tool).replace("_", " ")
-
-
 def looks_like_id(field: str, value: object) -> bool:
     return field in ("id", "uid", "_id") or field.endswith(("_id", "_ids", "_uid", "_key", "_hash", "_token"))

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from mcpworld.core.llm import ChatClient, LLMError
 from mcpworld.core.paths import user_worlds_dir
 from mcpworld.synth import prompts
-from mcpworld.synth.install import Registration, install_package, register_record
+from mcpworld.synth.install import InstallError, Registration, install_package, register_record
 from mcpworld.synth.sandboxed import MANIFEST
 from mcpworld.synth.taskspec import parse_task_file
 from mcpworld.synth.worker import JobResult, Limits, Worker, shared_worker
@@ -185,7 +185,7 @@ class Pipeline:
         except SynthesisFailed as exc:
             out.stages.append(exc.record)
             out.problems.append(str(exc))
-        except (StageError, LLMError) as exc:  # the model endpoint broke, or a final step did
+        except (StageError, LLMError, InstallError) as exc:  # the model endpoint broke, or a final step did
             out.problems.append(f"{type(exc).__name__}: {exc}")
         return out
 

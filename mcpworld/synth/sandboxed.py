@@ -185,7 +185,8 @@ def _proxied(path: Path, meta: dict[str, Any]) -> World:
         return verify
 
     tools = [proxy_tool(t["name"], t["description"], t["input_schema"], make_call(t["name"]), writes=t["writes"],
-                        destructive=t["destructive"], idempotent=t["idempotent"], title=t.get("title"))
+                        destructive=t["destructive"], idempotent=t["idempotent"], title=t.get("title"),
+                        timeout_s=LIMITS.wall_s + 10)
              for t in desc["tools"]]
     parts = TypeAdapter(list[AnswerPart])
     tasks = [Task(id=t["id"], instruction=t["instruction"],

@@ -17,7 +17,11 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import Field
 from sqlmodel import Session
 
-from mcpworld.worlds.world import tool
+from mcpworld.core.serving import BLOCKING_ATTR, call_abandoned
+from mcpworld.worlds.world import ToolError, tool
+
+# A backstop above the workers' own wall-clock limits (10-20 s), which stop a runaway first with a clearer message
+PROXY_CALL_TIMEOUT_S = 60.0
 
 _TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "object": dict[str, Any],
                           "null": type(None)}
@@ -60,10 +64,12 @@ def param_name(name: str) -> str:
 
 def proxy_tool(name: str, description: str, schema: dict[str, Any], call: Callable[[Session, dict[str, Any]], Any],
                *, writes: bool, destructive: bool | None = None, idempotent: bool | None = None,
-               title: str | None = None) -> Callable[..., Any]:
+               title: str | None = None, timeout_s: float = PROXY_CALL_TIMEOUT_S) -> Callable[..., Any]:
     """A @tool named `name` whose arguments follow `schema` and whose body is `call(db, arguments)`.
 
-    `arguments` reach `call` under their original JSON names, without the ones left unset (None).
+    `arguments` reach `call` under their original JSON names, without the ones left unset (None). The tool
+    is marked as blocking (`call` waits on a worker): a world server runs it off its event loop and gives up
+    after `timeout_s` with a tool error, so one hung worker cannot freeze the other worlds in the process.
     """
     defs = schema.get("$defs") or {}
     required = set(schema.get("required") or [])
@@ -88,11 +94,15 @@ def proxy_tool(name: str, description: str, schema: dict[str, Any], call: Callab
                                             annotation=annotations[pname]))
 
     def proxy(db: Session, **kwargs: Any) -> Any:
-        return call(db, {renamed[k]: v for k, v in kwargs.items() if v is not None})
+        value = call(db, {renamed[k]: v for k, v in kwargs.items() if v is not None})
+        if call_abandoned():  # the server already answered "timed out": the error rolls the late changes back
+            raise ToolError(f"{name} answered after its call had timed out; its changes were discarded")
+        return value
 
     proxy.__name__ = param_name(name)
     proxy.__qualname__ = proxy.__name__
     proxy.__doc__ = description or name
     proxy.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     proxy.__annotations__ = annotations
+    setattr(proxy, BLOCKING_ATTR, timeout_s)
     return tool(proxy, writes=writes, destructive=destructive, idempotent=idempotent, name=name, title=title)

@@ -20,17 +20,17 @@ import json
 import os
 import select
 import shutil
-import signal
 import subprocess
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import mcpworld
+from mcpworld.core import contain
 
 PACKAGE_ROOT = Path(mcpworld.__file__).resolve().parent  # .../mcpworld
 SOURCE_ROOT = PACKAGE_ROOT.parent  # what goes on the worker's sys.path
@@ -45,6 +45,8 @@ class Limits:
     memory_mb: int = 1024
     file_mb: int = 16
     open_files: int = 64
+    processes: int = 256  # the whole worker tree (threads count too): a pids cgroup where writable
+    result_mb: int = 32  # a larger result is refused with a clear error (never buffered, never retried)
 
 
 @dataclass
@@ -66,8 +68,55 @@ class WorkerError(RuntimeError):
 
 # The zygote. It runs as `python -I -c BOOT CONFIG`; everything it imports is trusted mcpworld code.
 BOOT = r'''
-import json, os, resource, select, signal, sys, tempfile, time, traceback, shutil, importlib
+import json, os, resource, select, signal, sys, tempfile, time, traceback, shutil, importlib, ctypes
 cfg = json.loads(sys.argv[1])
+# Orphans a job leaves (double forks, setsid) are re-parented to this zygote, which kills them after the job.
+try:
+    SUBREAPER = ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+except (OSError, AttributeError):
+    SUBREAPER = False
+
+def my_children():
+    kids = []
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{tid}/children") as f:
+                kids += [int(p) for p in f.read().split()]
+    except OSError:
+        me = os.getpid()
+        for entry in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rpartition(")")[2].split()[1]) == me:
+                        kids.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                pass
+    return kids
+
+def reap_all():
+    """Kill and reap every process the job left behind (its group, and orphans re-parented to us)."""
+    for _ in range(1000):
+        kids = my_children()
+        if not kids:
+            break
+        for kid in kids:
+            for target in (lambda: os.killpg(kid, signal.SIGKILL), lambda: os.kill(kid, signal.SIGKILL)):
+                try:
+                    target()
+                except OSError:
+                    pass
+        for kid in kids:
+            try:
+                os.waitpid(kid, 0)
+            except ChildProcessError:
+                pass
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                break
+        except ChildProcessError:
+            break
+
 for path in reversed(cfg["sys_path"]):
     sys.path.insert(0, path)
 MB = 1024 * 1024
@@ -138,7 +187,7 @@ def run(job):
         finally:
             os._exit(0)
     os.close(w)
-    chunks, reason = [], None
+    chunks, reason, size, cap = [], None, 0, int(cfg["result_mb"]) * 1024 * 1024
     deadline = started + float(job["wall_s"])
     while True:
         left = deadline - time.monotonic()
@@ -150,6 +199,10 @@ def run(job):
             chunk = os.read(r, 1 << 16)
             if not chunk:
                 break
+            size += len(chunk)
+            if size > cap:
+                reason, chunks = "too_large", []
+                break
             chunks.append(chunk)
     if reason:
         for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
@@ -157,8 +210,13 @@ def run(job):
                 target()
             except OSError:
                 pass
+    try:
+        os.killpg(pid, signal.SIGKILL)  # background children of a finished job do not outlive it
+    except OSError:
+        pass
     _, status = os.waitpid(pid, 0)
     os.close(r)
+    reap_all()
     try:
         with open(os.path.join(work, ".output"), "rb") as f:
             f.seek(0, 2)
@@ -170,6 +228,9 @@ def run(job):
     elapsed = time.monotonic() - started
     if reason == "timeout":
         out = {"ok": False, "kind": "timeout", "error": f"timed out after {float(job['wall_s']):g}s (wall clock)"}
+    elif reason == "too_large":
+        out = {"ok": False, "kind": "error", "error": f"result too large: the job returned more than "
+               f"{cfg['result_mb']} MB of JSON (Limits.result_mb); return a smaller value or a summary"}
     elif chunks and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and b"\n" not in b"".join(chunks):
         # Pass the child's JSON through without parsing it again (results can be large tables).
         meta = json.dumps({"output": output, "duration_s": round(elapsed, 4)}).encode()
@@ -202,35 +263,25 @@ shutil.rmtree(root, ignore_errors=True)
 
 def _bwrap_args(extra: tuple[str, ...] = ()) -> list[str]:
     """bubblewrap: no network, private /tmp, read-only view of only the interpreter, mcpworld and `extra`."""
-    args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev",
-            "--tmpfs", "/tmp", "--chdir", "/tmp"]
-    keep = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/alternatives",
-            "/etc/ld.so.cache", "/etc/localtime", sys.base_prefix, sys.prefix, str(PACKAGE_ROOT),
-            *[p for p in sys.path if "site-packages" in p or "dist-packages" in p], *extra]
-    seen: set[str] = set()
-    for path in sorted(keep, key=len):
-        if not path or path in seen or any(path.startswith(s.rstrip("/") + "/") for s in seen) or \
-                not os.path.exists(path):
-            continue
-        seen.add(path)
-        if os.path.islink(path) and path.count("/") == 1:  # merged-/usr systems: /lib -> usr/lib
-            args += ["--symlink", os.readlink(path), path]
-        else:
-            args += ["--ro-bind", path, path]
-    return args
+    return contain.bwrap_argv([], cwd="/tmp", ro=[str(PACKAGE_ROOT), *extra], host_root=False)
 
 
 @lru_cache(maxsize=1)
 def sandbox_kind() -> str:
-    """Which isolation this machine gives workers: bwrap, unshare (network only) or none.
+    """Which isolation this machine gives workers: bwrap, unshare (network and PID only) or none.
 
     MCPWORLD_SANDBOX=bwrap|unshare|none forces one (a forced one that does not work is an error at start).
+    Without bubblewrap, "unshare" or "none" is only used when the user opted out (MCPWORLD_ALLOW_UNCONTAINED=1
+    or MCPWORLD_SANDBOX=none); otherwise starting a worker raises `contain.ContainmentUnavailable`.
     """
     forced = os.environ.get("MCPWORLD_SANDBOX", "auto")
     if forced != "auto":
         return forced
     probe = [sys.executable, "-I", "-c", "import socket"]
-    for kind, prefix in (("bwrap", _bwrap_args()), ("unshare", ["unshare", "-rn"])):
+    if contain.bwrap_exe() is None and not contain.allow_uncontained():
+        return "none"  # refused at start, with the reason
+    unshare = ["unshare", "-rn", "--pid", "--fork", "--kill-child"]
+    for kind, prefix in (("bwrap", _bwrap_args()), ("unshare", unshare)):
         if shutil.which(prefix[0]) is None:
             continue
         try:
@@ -266,7 +317,8 @@ class Worker:
     binds: tuple[str, ...] = ()  # extra directories visible (read-only) inside the sandbox
     warm: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()  # entries the zygote runs once at start
     _proc: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
-    _buffer: bytes = field(default=b"", init=False, repr=False)
+    _contained: contain.Contained | None = field(default=None, init=False, repr=False)
+    _buffer: bytearray = field(default_factory=bytearray, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     starts: int = field(default=0, init=False)
 
@@ -274,21 +326,23 @@ class Worker:
         config = {"sys_path": [str(SOURCE_ROOT), *self.paths], "preload": list(self.preload),
                   "warm": [[entry, dict(kwargs)] for entry, kwargs in self.warm],
                   "memory_mb": self.limits.memory_mb, "file_mb": self.limits.file_mb,
-                  "open_files": self.limits.open_files}
+                  "open_files": self.limits.open_files, "result_mb": self.limits.result_mb}
         python = [sys.executable, "-I", "-c", BOOT, json.dumps(config)]
-        kind = sandbox_kind()
-        if kind == "bwrap":
-            return [*_bwrap_args(self.binds), *python]
-        if kind == "unshare":
-            return ["unshare", "-rn", *python]
+        if sandbox_kind() == "unshare":
+            return ["unshare", "-rn", "--pid", "--fork", "--kill-child", *python]
         return python
 
     def _start(self) -> subprocess.Popen[bytes]:
         self.close()
+        kind = sandbox_kind()
+        if kind == "none" and not contain.allow_uncontained() and os.environ.get("MCPWORLD_SANDBOX") != "none":
+            contain.resolve(None, "synthesized code in a worker")  # raises ContainmentUnavailable, saying why
         self.starts += 1
-        proc = subprocess.Popen(self._command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=_clean_env(), cwd="/", start_new_session=True)
-        self._proc, self._buffer = proc, b""
+        self._contained = contain.Contained(
+            self._command(), contain=kind == "bwrap", env=_clean_env(), cwd="/", ro=self.binds, host_root=False,
+            max_procs=self.limits.processes, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = self._contained.proc
+        self._proc, self._buffer = proc, bytearray()
         try:
             ready = self._readline(time.monotonic() + 60)
         except WorkerError as exc:
@@ -316,7 +370,9 @@ class Worker:
                 if not chunk:
                     raise WorkerError(f"the worker exited (status {proc.poll()})")
                 self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
+        cut = self._buffer.index(b"\n")
+        line = bytes(self._buffer[:cut])
+        del self._buffer[:cut + 1]
         return line.decode()
 
     def run(self, entry: str, args: dict[str, Any], *, files: dict[str, str] | None = None,
@@ -324,10 +380,12 @@ class Worker:
         """Run `entry` ("package.module:function") with keyword `args` in a fresh child.
 
         `files` (relative path -> text) are written into the child's working directory first. The job
-        is a pure function of its input, so it is retried once if the zygote itself dies.
+        is retried once only if the zygote died (it exited, or could not take the job): a reply that is late
+        is an error, never a second run.
         """
+        wall = float(wall_s or self.limits.wall_s)
         job = {"entry": entry, "args": args, "files": files or {},
-               "cpu_s": cpu_s or self.limits.cpu_s, "wall_s": wall_s or self.limits.wall_s}
+               "cpu_s": cpu_s or self.limits.cpu_s, "wall_s": wall}
         line = json.dumps(job, default=str).encode() + b"\n"
         with self._lock:
             for attempt in (1, 2):
@@ -336,10 +394,15 @@ class Worker:
                     assert proc.stdin is not None
                     proc.stdin.write(line)
                     proc.stdin.flush()
-                    raw = self._readline(time.monotonic() + float(job["wall_s"]) + 10)
+                    raw = self._readline(time.monotonic() + wall + 10)
                 except (WorkerError, OSError) as exc:
+                    try:  # did the zygote die (retry), or is the job just late (never run it twice)?
+                        proc.wait(timeout=2)
+                    except subprocess.TimeoutExpired:
+                        pass
+                    died = proc.poll() is not None
                     self.close()
-                    if attempt == 2:
+                    if attempt == 2 or not died:
                         return JobResult(ok=False, kind="worker", error=f"worker failed: {exc}")
                     continue
                 try:
@@ -354,20 +417,18 @@ class Worker:
 
     def close(self) -> None:
         proc, self._proc = self._proc, None
+        contained, self._contained = self._contained, None
         if proc is None:
             return
-        if proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except OSError:
-                proc.kill()
+        if contained is not None:
+            contained.kill()  # the zygote, its jobs and everything they started (namespace / cgroup / group)
+            contained.close()
+        elif proc.poll() is None:
+            proc.kill()
         proc.wait(timeout=10)
         for stream in (proc.stdin, proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
-
-    def describe(self) -> dict[str, Any]:
-        return {"sandbox": sandbox_kind(), **asdict(self.limits)}
 
 
 def _drain(proc: subprocess.Popen[bytes]) -> None:
@@ -398,10 +459,3 @@ def shared_worker(limits: Limits | None = None, preload: tuple[str, ...] = ("jso
         if worker is None:
             worker = _shared[key] = Worker(key[0], preload, paths, binds, warm)
         return worker
-
-
-def close_shared() -> None:
-    with _shared_lock:
-        for worker in _shared.values():
-            worker.close()
-        _shared.clear()

@@ -53,8 +53,7 @@ def rollouts(server: str, split: str, group_size: int, policy: str, model: str |
     Example:
       mcpworld train rollouts --server airline -G 8 --model Qwen/Qwen3-8B --base-url http://127.0.0.1:8000/v1 -o runs/r1
     """
-    from mcpworld.agent.formats import get_format
-    from mcpworld.agent.policies import OpenAIPolicy, OraclePolicy, RandomPolicy
+    from mcpworld.agent.policies import Policy, make_policy
     from mcpworld.agent.runner import RunSpec, list_tasks
     from mcpworld.core.llm import ChatClient
     from mcpworld.registry.connect import ConnectError
@@ -73,13 +72,9 @@ def rollouts(server: str, split: str, group_size: int, policy: str, model: str |
     spec = RunSpec(server=server, tasks=tasks, samples=group_size, concurrency=concurrency,
                    output=output / "trajectories.jsonl", resume=True, registry=registry)
 
-    def make_policy(i: int):  # type: ignore[no-untyped-def]
-        if policy == "oracle":
-            return OraclePolicy(get_format(fmt))
-        if policy == "random":
-            return RandomPolicy(seed=i, format=get_format(fmt))
-        return OpenAIPolicy(ChatClient(base_url=base_url, model=model, sampling={"temperature": temperature}),  # type: ignore[arg-type]
-                            get_format(fmt))
+    def policy_for(index: int) -> Policy:
+        return make_policy(policy, seed=spec.seed, index=index, format=fmt, model=model, base_url=base_url,
+                           temperature=temperature)
 
     scorer = verifier_reward if reward == "verifier" else JudgeReward(
         ChatClient(base_url=judge_base_url or base_url, model=judge_model), {t.id: t.instruction for t in tasks})  # type: ignore[arg-type]
@@ -87,7 +82,7 @@ def rollouts(server: str, split: str, group_size: int, policy: str, model: str |
 
     with Progress(console=_console().__class__(stderr=True)) as progress:
         bar = progress.add_task("rollouts", total=len(tasks) * group_size)
-        groups = anyio.run(lambda: collect(spec, make_policy, scorer, estimator,  # type: ignore[arg-type]
+        groups = anyio.run(lambda: collect(spec, policy_for, scorer, estimator,  # type: ignore[arg-type]
                                            on_done=lambda t: progress.advance(bar)))
     kept = write_groups(output / "groups.jsonl", groups, drop_degenerate)
     flat = sum(g.degenerate for g in groups)

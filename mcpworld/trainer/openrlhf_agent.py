@@ -45,6 +45,7 @@ from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
 
 from mcpworld.agent.formats import TextFormat
 from mcpworld.agent.loop import infra_error_text, infra_reason
+from mcpworld.agent.trajectory import Termination
 from mcpworld.core.protocol import EpisodeControl
 from mcpworld.registry.connect import connect
 
@@ -175,13 +176,15 @@ class MCPWorldAgent(AgentInstanceBase):
             self.turns += 1
             action = self.format.parse({"role": "assistant", "content": states["action_text"]}, [])
             if action.error is not None or any(c.name not in self.tools for c in action.calls):
-                return self._result(-1.0, "", True, format_error=True)
+                ended = Termination.FORMAT_ERROR if action.error is not None else Termination.UNKNOWN_TOOL
+                return self._result(ended.reward(), "", True, format_error=True)
             if not action.calls or self.turns > self.max_turns:
                 result = await link.request(lambda: ctl.verify(episode, action.final, close=True))
                 verdict = result.verdict
                 if result.closed:
                     self.episode = None  # nothing left to close
-                return self._result(1.0 if verdict.passed else 0.0, "", True, passed=verdict.passed)
+                ended = Termination.FINAL_ANSWER if not action.calls else Termination.MAX_TURNS
+                return self._result(ended.reward(verdict.passed), "", True, passed=verdict.passed)
             results = []
             for call in action.calls:
                 result = await link.request(lambda call=call: ctl.call(episode, call.name, call.arguments))
@@ -230,7 +233,7 @@ class AgentExecutor(MultiTurnAgentExecutor):
                 await asyncio.sleep(min(backoff * 2 ** (attempt - 1), 30.0))
         if mode == "raise":
             raise InfraError(f"rollout for {label!r} lost to infrastructure errors {retries + 1} times: {infra}")
-        result["reward"] = 0.0  # never a penalty: the model did nothing wrong
+        result["reward"] = Termination.INFRA_ERROR.reward()  # 0, never a penalty: the model did nothing wrong
         result["scores"] = torch.tensor(math.nan if mode == "filter" else 0.0)
         return result
 

@@ -13,10 +13,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mcpworld.agent.trajectory import Trajectory
+from mcpworld.agent.trajectory import FORMAT_PENALTY, Trajectory
 from mcpworld.core.llm import ChatClient, LLMError
 
-PENALIZED = {"format_error", "unknown_tool"}
 JUDGE_SCORES = {"complete": 1.0, "partial": 0.1, "fail": 0.0}
 
 
@@ -37,11 +36,12 @@ class InfraErrorNotScored(ValueError):
 
 
 def format_penalty(t: Trajectory) -> Reward | None:
+    """`FORMAT_PENALTY` for a penalised termination (`Termination.penalized`), else None; infra errors raise."""
     if t.is_infra:
         raise InfraErrorNotScored(f"{t.server} {t.task} sample {t.sample} was lost to an infrastructure error "
                                   f"({t.error}): it has no reward; leave it out (Trajectory.is_infra) and replay it")
-    if t.termination in PENALIZED:
-        return Reward(-1.0, "format", t.termination, {"error": t.error})
+    if t.is_penalized:
+        return Reward(FORMAT_PENALTY, "format", str(t.termination), {"error": t.error})
     return None
 
 

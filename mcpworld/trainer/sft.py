@@ -33,7 +33,7 @@ class SFTFilter:
             return "length"
         if self.drop_timeouts and t.termination in ("timeout", "episode_timeout", "max_turns"):
             return "timeout"
-        if self.drop_invalid_calls and (t.termination in ("format_error", "unknown_tool")
+        if self.drop_invalid_calls and (t.is_penalized
                                         or any(c.is_error for s in t.steps for c in s.calls)):
             return "invalid_calls"
         return None

@@ -54,10 +54,6 @@ class RpcEntry:
     def ok(self) -> bool:
         return self.error is None
 
-    @property
-    def time_text(self) -> str:
-        return datetime.fromtimestamp(self.at).strftime("%H:%M:%S")
-
     def to_json(self) -> dict[str, Any]:
         """The request/response pair in JSON-RPC 2.0 shapes, plus timing."""
         response: dict[str, Any] = {"jsonrpc": "2.0", "id": self.id}

@@ -13,8 +13,8 @@ from typing import Any
 
 _EXPORTS = {
     "SimulatedBackend": "backend", "simulated_backend": "backend", "static_resolver": "backend",
-    "swe_server_resolver": "backend", "Endpoint": "llm_pool", "ModelPool": "llm_pool", "SWR": "swr",
-    "SWRResult": "swr", "SWRScorer": "swr", "SWT": "swt", "SimulatorError": "swt", "SWRReward": "reward",
+    "Endpoint": "llm_pool", "ModelPool": "llm_pool", "SWR": "swr", "SWRResult": "swr", "SWRScorer": "swr",
+    "SWT": "swt", "SimulatorError": "swt", "SWRReward": "reward",
     "SWRGrader": "grader", "SWRSelector": "bestofn", "select_patch": "bestofn",
     "WorldModelConfig": "servers", "world_model_servers": "servers", "running_world_models": "servers",
 }

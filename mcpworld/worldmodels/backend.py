@@ -60,23 +60,6 @@ def static_resolver(instances: Iterable[Instance]) -> InstanceResolver:
     return resolve
 
 
-def swe_server_resolver(sw: object) -> InstanceResolver:
-    """The instance of the live SWE episode whose workspace is `root` (falls back to `static_resolver`).
-
-    Reads the server's episode table: a stop-gap until the SWE server tells backends the instance itself.
-    """
-    fallback = static_resolver(getattr(sw, "instances", {}).values())
-
-    def resolve(root: Path) -> Instance | None:
-        real = _real(root)
-        for episode in list(getattr(sw, "_episodes", {}).values()):
-            if _real(episode.workspace.root) == real:
-                return episode.instance  # type: ignore[no-any-return]
-        return fallback(root)
-
-    return resolve
-
-
 def pip_result(command: str) -> ExecResult:
     packages = [p for p in pip_packages(command) if not p.startswith((".", "/", "~"))]
     what = " ".join(packages) if packages else "the requested packages"
@@ -97,9 +80,6 @@ class SimulatedBackend:
     _bindings: dict[str, Instance] = field(default_factory=dict)
     _analysis: dict[str, str] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def describe(self) -> str:
-        return f"simulated (SWT model {self.swt.models.model!r}; file operations on {getattr(self.real, 'name', '?')})"
 
     def bind(self, root: Path, instance: Instance) -> None:
         """Declare that the workspace at `root` holds `instance` (what episode starts should do)."""

@@ -225,15 +225,10 @@ def serve_world_model_command(name: str, stdio: bool, port: int | None, host: st
 
 
 def _serve_stdio(m: Any) -> None:
-    import anyio
-    from mcp.server.stdio import stdio_server
-
-    async def main() -> None:
-        async with stdio_server() as (read, write):
-            await m.server.run(read, write, m.server.create_initialization_options())
+    from mcpworld.core.serving import run_stdio  # checked lines: malformed JSON-RPC gets an error, not silence
 
     try:
-        anyio.run(main)
+        run_stdio(m.server)
     finally:
         m.closer()
 

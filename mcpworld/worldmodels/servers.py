@@ -11,7 +11,6 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -296,11 +295,6 @@ async def running_world_models(mounted: list[MountedWorldModel]) -> AsyncIterato
     finally:
         for m in mounted:
             await anyio.to_thread.run_sync(m.closer)
-
-
-def instances_from(path: str | Path | None) -> list[Instance]:
-    """Instances from a file, or the shipped ones."""
-    return WorldModelConfig(instances_file=str(path) if path else None).instances()
 
 
 def swr_grader(config: WorldModelConfig, instances: list[Instance]) -> SWRGrader | None:

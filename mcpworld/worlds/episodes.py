@@ -26,13 +26,20 @@ class EpisodeManager:
         self.limits = limits or EpisodeLimits()
         self._live: dict[str, Episode] = {}
         self._defaults: dict[str, str] = {}  # connection key -> episode id, for clients that send no id
+        # Episodes minted for sessionless plain clients (their handle is all that names them): when the cap is
+        # reached, the least recently used of these makes room before a new episode is refused.
+        self._implicit: set[str] = set()
         self._last_sweep = time.monotonic()
 
     def __len__(self) -> int:
         return len(self._live)
 
-    def start(self, task_id: str | None, seed: int = 0) -> Episode:
+    def start(self, task_id: str | None, seed: int = 0, *, implicit: bool = False) -> Episode:
+        """A fresh episode. `implicit`: minted for a plain client by handle, and evictable when the cap is hit."""
         self.sweep()
+        if len(self._live) >= self.limits.max_episodes and self._implicit:
+            oldest = min(self._implicit, key=lambda eid: self._live[eid].last_used if eid in self._live else 0.0)
+            self.close(oldest)
         if len(self._live) >= self.limits.max_episodes:
             raise EpisodeError(
                 f"too many live episodes ({len(self._live)} of max {self.limits.max_episodes}); "
@@ -40,6 +47,8 @@ class EpisodeManager:
             )
         episode = self.runtime.fork(task_id, seed)
         self._live[episode.id] = episode
+        if implicit:
+            self._implicit.add(episode.id)
         return episode
 
     def get(self, episode_id: str) -> Episode:
@@ -62,6 +71,11 @@ class EpisodeManager:
         self._defaults[connection] = episode.id
         return episode
 
+    def default_id(self, connection: str) -> str | None:
+        """The id of this connection's default episode, if it has a live one."""
+        episode_id = self._defaults.get(connection)
+        return episode_id if episode_id in self._live else None
+
     def replace_default(self, connection: str, task_id: str | None, seed: int = 0) -> Episode:
         """Start a task as this connection's default episode (the interactive `start_task` tool)."""
         old = self._defaults.pop(connection, None)
@@ -73,6 +87,7 @@ class EpisodeManager:
 
     def close(self, episode_id: str) -> bool:
         episode = self._live.pop(episode_id, None)
+        self._implicit.discard(episode_id)
         if episode is None:
             return False
         episode.close()

@@ -8,8 +8,6 @@ import sys
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-import anyio
-from mcp.server.stdio import stdio_server
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -17,6 +15,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
 from mcpworld.core.security import Exposure, ExposureMiddleware
+from mcpworld.core.serving import run_stdio
 from mcpworld.worlds.episodes import EpisodeLimits
 from mcpworld.worlds.loader import load_world, resolve
 from mcpworld.worlds.runtime import WorldRuntime
@@ -33,13 +32,8 @@ def load_runtime(name_or_path: str) -> WorldRuntime:
 
 
 def serve_stdio(server: WorldServer) -> None:
-    """Serve one world on this process's stdin/stdout until the client hangs up."""
-
-    async def main() -> None:
-        async with stdio_server() as (read, write):
-            await server.server.run(read, write, server.server.create_initialization_options())
-
-    anyio.run(main)
+    """Serve one world on this process's stdin/stdout until the client hangs up (malformed lines get errors)."""
+    run_stdio(server.server)
 
 
 def world_path(name: str) -> str:

@@ -6,7 +6,10 @@ control plane is the `io.mcpworld/episode` extension (methods in `mcpworld.core.
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
+import weakref
 from typing import Any
 
 import mcp_types as types
@@ -14,6 +17,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
 from mcpworld.core import protocol as p
+from mcpworld.core.serving import CallTimeout, blocking_timeout, call_blocking
 from mcpworld.worlds.episodes import EpisodeError, EpisodeLimits, EpisodeManager
 from mcpworld.worlds.runtime import Episode, UnknownTask, WorldRuntime
 
@@ -22,11 +26,14 @@ MAX_ARGUMENT_BYTES = 256 * 1024
 _INTERACTIVE_TOOLS = [
     types.Tool(
         name="start_task",
-        description="Start playing one of this world's tasks (see the prompts list for their ids). Resets your "
-        "episode to the task's starting state and returns the instruction to follow.",
+        description="Start playing one of this world's tasks (see the prompts list for their ids). Starts a fresh "
+        "episode in the task's starting state and returns the instruction to follow and the episode's handle: "
+        "pass that handle as `episode` to check_task and to every later tool call.",
         input_schema={
             "type": "object",
-            "properties": {"task_id": {"type": "string"}, "seed": {"type": "integer", "default": 0}},
+            "properties": {"task_id": {"type": "string"}, "seed": {"type": "integer", "default": 0},
+                           "episode": {"type": ["string", "null"], "default": None,
+                                       "description": "The handle of the episode you are replacing, if any"}},
             "required": ["task_id"],
             "additionalProperties": False,
         },
@@ -34,10 +41,13 @@ _INTERACTIVE_TOOLS = [
     types.Tool(
         name="check_task",
         description="Check the task you started: returns the verifier's verdict, its checks and the state diff. "
-        "Pass your final answer to the user when the task asked a question.",
+        "Pass the `episode` handle start_task returned, and your final answer to the user when the task asked a "
+        "question.",
         input_schema={
             "type": "object",
-            "properties": {"answer": {"type": ["string", "null"], "default": None}},
+            "properties": {"answer": {"type": ["string", "null"], "default": None},
+                           "episode": {"type": ["string", "null"], "default": None,
+                                       "description": "The handle start_task returned"}},
             "additionalProperties": False,
         },
         annotations=types.ToolAnnotations(read_only_hint=True),
@@ -45,12 +55,54 @@ _INTERACTIVE_TOOLS = [
 ]
 
 
-def connection_key(ctx: Any) -> str:
-    """Which default episode a plain client gets: its HTTP session when it has one, else the process's."""
+HANDLE_ARGUMENT = "episode"  # the server-minted episode handle, as an ordinary tool argument (SEP-2567)
+_HANDLE_SCHEMA = {
+    "type": ["string", "null"], "default": None,
+    "description": "Your episode's handle (returned by this world's tools, or by start_task): pass it on every call "
+    "to keep working in the same episode; omit it once to start a fresh one.",
+}
+_connection_keys: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+_connection_ids = itertools.count(1)
+
+
+def connection_key(ctx: Any) -> str | None:
+    """Which default episode a plain client gets, or None when the request belongs to no connection.
+
+    A 2025-11-25 HTTP client has its session; a stream (stdio, a legacy in-memory connection) is one client for
+    as long as it is open; an in-process 2026-07-28 client is its process. A sessionless (2026-07-28) HTTP
+    request has no connection at all: its episode travels as a handle (`HANDLE_ARGUMENT`).
+    """
     request = getattr(ctx, "request", None)
     headers = getattr(request, "headers", None)
     session_id = headers.get("mcp-session-id") if headers is not None else None
-    return f"session:{session_id}" if session_id else "default"
+    connection = getattr(getattr(ctx, "session", None), "_connection", None)
+    session_id = session_id or getattr(connection, "session_id", None)
+    if session_id:
+        return f"session:{session_id}"
+    if request is not None:
+        return None  # sessionless HTTP: nothing tells two clients apart
+    if connection is None or not getattr(connection, "has_standalone_channel", False):
+        return "process"  # in-process (a Server handed to mcp.Client) at 2026-07-28: the embedding process's own
+    # A 2026-07-28 stream makes a Connection per request, but every request shares the stream's outbound channel.
+    stream = getattr(connection, "outbound", None) or connection
+    try:
+        key = _connection_keys.get(stream)
+        if key is None:
+            key = _connection_keys[stream] = f"connection:{next(_connection_ids)}"
+    except TypeError:  # not weak-referenceable: key it by identity for its lifetime
+        key = f"connection:id-{id(stream)}"
+    return key
+
+
+def _with_handle(tool: types.Tool) -> types.Tool:
+    """The tool as a sessionless client sees it: an optional `episode` handle among its arguments."""
+    schema = dict(tool.input_schema or {"type": "object"})
+    properties = dict(schema.get("properties") or {})
+    if HANDLE_ARGUMENT in properties:
+        return tool
+    properties[HANDLE_ARGUMENT] = _HANDLE_SCHEMA
+    schema["properties"] = properties
+    return tool.model_copy(update={"input_schema": schema})
 
 
 def _text_result(value: Any, *, error: bool = False) -> types.CallToolResult:
@@ -61,8 +113,8 @@ def _text_result(value: Any, *, error: bool = False) -> types.CallToolResult:
     )
 
 
-def _bad_params(message: str) -> MCPError:
-    return MCPError(code=types.INVALID_PARAMS, message=message)
+def _bad_params(message: str, data: Any = None) -> MCPError:
+    return MCPError(code=types.INVALID_PARAMS, message=message, data=data)
 
 
 class WorldServer:
@@ -84,30 +136,92 @@ class WorldServer:
                 f"\n\nPolicy (follow it even where a tool would allow an action):\n{world.policy}"
                 if world.rules else ""),
             on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
+            on_call_tool=self._route_call,
             on_list_prompts=self._list_prompts,
             on_get_prompt=self._get_prompt,
             on_list_resources=self._list_resources,
+            on_list_resource_templates=self._list_resource_templates,
             on_read_resource=self._read_resource,
         )
         p.add_control_plane(self.server, self, {"world": world.name, "tasks": len(runtime.tasks)})
         self._tools = [spec.mcp_tool() for spec in runtime.tools.values()]
         if interactive:
             self._tools += _INTERACTIVE_TOOLS
+        self._domain = set(runtime.tools)
+        self._handle_tools = [t if t.name in ("start_task", "check_task") else _with_handle(t) for t in self._tools]
 
     # -- episode resolution ----------------------------------------------------------------------------
 
     def _episode(self, ctx: Any, meta: Any = None) -> Episode:
+        """The episode a request acts on: its `_meta` id, else its connection's default episode.
+
+        A sessionless request with neither has no episode of its own: `_route_call` mints one (and says its
+        handle) before a tool call gets here; anything else is refused rather than shared.
+        """
         meta = meta if meta is not None else ctx.meta
         episode_id = meta.get(p.EPISODE_META_KEY) if meta else None
         if episode_id is not None:
             return self.episodes.get(str(episode_id))
-        return self.episodes.default(connection_key(ctx))
+        key = connection_key(ctx)
+        if key is None:
+            raise EpisodeError(f"no episode: this request has no session, so pass the `{HANDLE_ARGUMENT}` handle "
+                               "a tool call (or start_task) returned")
+        return self.episodes.default(key)
+
+    async def _route_call(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        """Resolve a tool call's episode before `_call_tool` runs it.
+
+        Order: the extension's `_meta` id; the `episode` handle argument (SEP-2567; stripped before the tool
+        sees its arguments); the connection's default episode; and, for a sessionless request with none of
+        these, a fresh episode whose handle the result carries (text and `_meta`), so no two clients ever share.
+        """
+        arguments = dict(params.arguments or {})
+        interactive = self.interactive and params.name in ("start_task", "check_task")
+        if interactive:
+            handle = arguments.get(HANDLE_ARGUMENT)  # part of these tools' own schemas
+        elif params.name in self._domain and not self._declares_handle(params.name):
+            handle = arguments.pop(HANDLE_ARGUMENT, None)
+        else:
+            handle = None
+        meta = dict(ctx.meta or {})
+        minted: Episode | None = None
+        if meta.get(p.EPISODE_META_KEY) is None:
+            if handle is not None:
+                meta[p.EPISODE_META_KEY] = str(handle)
+            elif not interactive and connection_key(ctx) is None:
+                if params.name not in self._domain:
+                    return _text_result(f"unknown tool {params.name!r}; available: {', '.join(sorted(self._domain))}",
+                                        error=True)
+                try:
+                    minted = self.episodes.start(None, implicit=True)
+                except EpisodeError as exc:
+                    return _text_result(str(exc), error=True)
+                meta[p.EPISODE_META_KEY] = minted.id
+        ctx = dataclasses.replace(ctx, meta=meta)
+        params = params.model_copy(update={"arguments": arguments})
+        result = await self._call_tool(ctx, params)
+        if minted is not None and isinstance(result, types.CallToolResult):
+            note = (f"[episode {minted.id}: this call started a fresh episode; pass \"{HANDLE_ARGUMENT}\": "
+                    f"\"{minted.id}\" on your next calls to keep working in it]")
+            result = result.model_copy(update={
+                "content": [*result.content, types.TextContent(type="text", text=note)],
+                "meta": {**(result.meta or {}), p.EPISODE_META_KEY: minted.id},
+            })
+        return result
+
+    def _declares_handle(self, tool: str) -> bool:
+        spec = self.runtime.tools.get(tool)
+        properties = (spec.input_schema or {}).get("properties") or {} if spec is not None else {}
+        return HANDLE_ARGUMENT in properties
 
     # -- tools -----------------------------------------------------------------------------------------
 
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=self._tools)
+        # Only a sessionless client of an --interactive server (a person, or a model in a desktop client) is
+        # shown the handle argument; sessions, streams and extension clients (trainers, the TUI) keep the
+        # world's own schemas. The argument is accepted everywhere.
+        sessionless = self.interactive and connection_key(ctx) is None
+        return types.ListToolsResult(tools=self._handle_tools if sessionless else self._tools)
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = params.arguments or {}
@@ -122,24 +236,59 @@ class WorldServer:
             episode = self._episode(ctx)
         except EpisodeError as exc:
             return _text_result(str(exc), error=True)
-        result = self.runtime.call(episode, params.name, arguments)
+        timeout = blocking_timeout(getattr(self.runtime.tools.get(params.name), "fn", None))
+        if timeout is None:  # a plain in-process tool: called right here, the fast path
+            result = self.runtime.call(episode, params.name, arguments)
+        else:  # a proxied tool (its code runs in a worker): off the event loop, so other worlds keep serving
+            try:
+                result = await call_blocking(lambda: self.runtime.call(episode, params.name, arguments), timeout,
+                                             key=episode)
+            except CallTimeout as exc:
+                return _text_result(f"tool {params.name!r} timed out: {exc}; its changes were discarded, and the "
+                                    "episode is as it was before the call", error=True)
         if result.error is not None:
             return _text_result(result.error, error=True)
         return _text_result(result.value)
 
     def _interactive(self, ctx: Any, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        """`start_task` / `check_task`: a person's (or a model's) episode, named by the handle start_task returns.
+
+        On a session or a stream the handle is optional (the connection's default episode is the one started);
+        on a sessionless request it is how check_task and later calls find the episode.
+        """
         key = connection_key(ctx)
+        handle = (ctx.meta or {}).get(p.EPISODE_META_KEY)
         if name == "start_task":
             task_id = arguments.get("task_id")
             if not isinstance(task_id, str):
                 return _text_result("start_task needs task_id (a string); list the prompts to see task ids",
                                     error=True)
+            seed = int(arguments.get("seed") or 0)
             try:
-                episode = self.episodes.replace_default(key, task_id, int(arguments.get("seed") or 0))
+                if key is not None and (handle is None or handle == self.episodes.default_id(key)):
+                    episode = self.episodes.replace_default(key, task_id, seed)
+                else:
+                    episode = self.episodes.start(task_id, seed, implicit=True)
+                    if handle is not None:
+                        self.episodes.close(str(handle))  # the episode this one replaces
             except UnknownTask as exc:
                 return _text_result(f"{exc}; known tasks: {', '.join(self.runtime.tasks)}", error=True)
-            return _text_result({"task": task_id, "instruction": episode.task.instruction})  # type: ignore[union-attr]
-        episode = self.episodes.default(key)
+            except EpisodeError as exc:
+                return _text_result(str(exc), error=True)
+            return _text_result({"episode": episode.id, "task": task_id,
+                                 "instruction": episode.task.instruction,  # type: ignore[union-attr]
+                                 "note": f"pass \"{HANDLE_ARGUMENT}\": \"{episode.id}\" to check_task and to "
+                                         "every tool call for this task"})
+        try:
+            if handle is not None:
+                episode = self.episodes.get(str(handle))
+            elif key is not None:
+                episode = self.episodes.default(key)
+            else:
+                return _text_result(f"check_task needs the `{HANDLE_ARGUMENT}` handle start_task returned "
+                                    "(this connection has no session to remember it)", error=True)
+        except EpisodeError as exc:
+            return _text_result(str(exc), error=True)
         if episode.task is None:
             return _text_result("no task started: call start_task first", error=True)
         verdict = self.runtime.verify(episode, arguments.get("answer"))
@@ -177,6 +326,14 @@ class WorldServer:
         ]
         return types.ListResourcesResult(resources=resources)
 
+    async def _list_resource_templates(self, ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=[
+            types.ResourceTemplate(uri_template=self._uri("tables", "{table}"), name="table",
+                                   mime_type="application/json",
+                                   description="Rows of a table in your current episode (first 100); add "
+                                   f"?{HANDLE_ARGUMENT}=<handle> to read a given episode's"),
+        ])
+
     async def _read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
         if uri == self._uri("schema"):
@@ -189,14 +346,26 @@ class WorldServer:
             ])
         prefix = self._uri("tables", "")
         if uri.startswith(prefix):
+            table, _, query = uri[len(prefix):].partition("?")
+            handle = dict(part.partition("=")[::2] for part in query.split("&") if part).get(HANDLE_ARGUMENT)
             try:
-                rows = self.runtime.table_rows(self._episode(ctx), uri[len(prefix):])
+                if handle:
+                    rows = self.runtime.table_rows(self.episodes.get(handle), table)
+                elif (ctx.meta or {}).get(p.EPISODE_META_KEY) is None and connection_key(ctx) is None:
+                    # No episode of its own: show the world's starting state, from a throwaway episode.
+                    scratch = self.episodes.start(None)
+                    try:
+                        rows = self.runtime.table_rows(scratch, table)
+                    finally:
+                        self.episodes.close(scratch.id)
+                else:
+                    rows = self.runtime.table_rows(self._episode(ctx), table)
             except (KeyError, EpisodeError) as exc:
-                raise _bad_params(str(exc).strip('"')) from None
+                raise _bad_params(str(exc).strip('"'), {"uri": uri}) from None
             return types.ReadResourceResult(contents=[
                 types.TextResourceContents(uri=uri, mime_type="application/json", text=json.dumps(rows, default=str))
             ])
-        raise _bad_params(f"unknown resource {uri!r}")
+        raise _bad_params(f"unknown resource {uri!r}", {"uri": uri})  # SEP-2164: name the missing resource
 
     # -- control plane (extension methods) -------------------------------------------------------------
 

@@ -6,8 +6,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from textual import work
 from textual.app import ComposeResult
@@ -16,7 +16,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Button, Footer, Header, Input, Label, ProgressBar, Select, Static
 
-from mcpworld.agent.policies import OraclePolicy, Policy, RandomPolicy
+from mcpworld.agent.policies import Policy, make_policy
 from mcpworld.agent.trajectory import Trajectory
 from mcpworld.tui.errors import ReportsWorkerErrors, error_text
 from mcpworld.tui.registry import ServerEntry
@@ -24,12 +24,9 @@ from mcpworld.tui.registry import ServerEntry
 POLICIES = ["oracle", "random"]
 
 
-def make_policy(name: str, seed: int = 0) -> Any:
+def policy_factory(name: str, seed: int = 0) -> Callable[[int], Policy]:
     """A factory for `runner.run`: one policy per runner worker (random ones seeded apart)."""
-    def factory(index: int) -> Policy:
-        return OraclePolicy() if name == "oracle" else RandomPolicy(seed=seed * 1000 + index)
-
-    return factory
+    return lambda index: make_policy(name, seed=seed, index=index)
 
 
 class RolloutsScreen(ReportsWorkerErrors, Screen):
@@ -173,7 +170,7 @@ class RolloutsScreen(ReportsWorkerErrors, Screen):
             self._show_counts()
             spec = RunSpec(server=server, tasks=tasks, samples=samples, concurrency=concurrency, output=output,
                            registry=self.registry)
-            _, summary = await run(spec, make_policy(policy), on_done=self._on_done)
+            _, summary = await run(spec, policy_factory(policy), on_done=self._on_done)
         except Exception as exc:
             counts.update(f"rollout failed: {error_text(exc)}")
             self.notify(f"rollout failed: {error_text(exc)}", severity="error", timeout=10)
