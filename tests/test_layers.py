@@ -146,3 +146,25 @@ def test_the_kernel_type_checks() -> None:
                              "--no-error-summary", *(str(PACKAGE / t) for t in TYPED)],
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_no_private_attributes_across_packages() -> None:
+    """`obj._name` on another package's object: a public name says the API is meant to be used."""
+    import re
+
+    private = re.compile(r"\b(?!self\b|cls\b)(\w+)\._(?!_)\w+\(")
+    own_defs: dict[str, set[str]] = {}
+    for path in _sources():
+        rel = path.relative_to(PACKAGE)
+        here = rel.parts[0] if len(rel.parts) > 1 else rel.stem
+        own_defs.setdefault(here, set()).update(re.findall(r"def (_\w+)\(", path.read_text()))
+    wrong = []
+    for path in _sources():
+        rel = path.relative_to(PACKAGE)
+        here = rel.parts[0] if len(rel.parts) > 1 else rel.stem
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            for m in private.finditer(line):
+                name = m.group(0).split(".", 1)[1].rstrip("(")
+                if name not in own_defs[here] and any(name in defs for pkg, defs in own_defs.items() if pkg != here):
+                    wrong.append(f"{rel}:{n}: {m.group(0)}")
+    assert not wrong, "private methods of other packages called:\n" + "\n".join(wrong)

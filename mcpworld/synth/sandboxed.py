@@ -230,7 +230,7 @@ def warm(path: str) -> None:
 def _episode(runtime: Any, data: bytes, seed: int, task: Any = None, template: bytes = b"") -> Any:
     from mcpworld.worlds.runtime import Episode, Template, engine_for
 
-    conn = runtime._fork_conn(data)
+    conn = runtime.open_connection(data)
     return Episode(id="worker", task=task, seed=seed, template=Template(template), conn=conn,
                    engine=engine_for(conn), rng=random.Random(seed))
 
@@ -240,8 +240,8 @@ def _changes(runtime: Any, before: Any, after: Any) -> list[dict[str, Any]]:
 
     out = []
     for table, key in after.execute(f"SELECT tbl, pk FROM {CHANGES_TABLE}").fetchall():
-        old = runtime._rows(before, table, [key]).get(key)
-        new = runtime._rows(after, table, [key]).get(key)
+        old = runtime.read_rows(before, table, [key]).get(key)
+        new = runtime.read_rows(after, table, [key]).get(key)
         if old != new:
             out.append({"table": table, "before": old, "after": new})
     return out
@@ -258,7 +258,7 @@ def call(path: str, tool: str, arguments: dict[str, Any], db: str, seed: int) ->
     result = runtime.call(episode, tool, arguments)
     if result.error is not None:
         return {"error": result.error}
-    return {"value": result.value, "changes": _changes(runtime, runtime._fork_conn(data), episode.conn)}
+    return {"value": result.value, "changes": _changes(runtime, runtime.open_connection(data), episode.conn)}
 
 
 def setup(path: str, task: str, db: str) -> dict[str, Any]:
@@ -268,10 +268,10 @@ def setup(path: str, task: str, db: str) -> dict[str, Any]:
     data = base64.b64decode(db)
     episode = _episode(runtime, data, 0)
     episode.conn.execute(f"DELETE FROM {CHANGES_TABLE}")
-    with runtime._session(episode.engine, random.Random(0)) as session:
+    with runtime.new_session(episode.engine, random.Random(0)) as session:
         runtime.tasks[task].setup(session)
         session.commit()
-    return {"changes": _changes(runtime, runtime._fork_conn(data), episode.conn)}
+    return {"changes": _changes(runtime, runtime.open_connection(data), episode.conn)}
 
 
 def verify(path: str, task: str, initial: str, final: str, answer: str | None) -> dict[str, Any]:
@@ -286,11 +286,11 @@ def verify(path: str, task: str, initial: str, final: str, answer: str | None) -
 def describe(path: str) -> dict[str, Any]:
     """What the proxy World needs: DDL, seeded rows, tool schemas and annotations, tasks without verifiers."""
     runtime = _runtime(path)
-    conn = runtime._fork_conn(runtime.template(None).data)
+    conn = runtime.open_connection(runtime.template(None).data)
     ddl = [sql for (sql,) in conn.execute(
         "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE '_mcpworld%' AND name NOT LIKE "
         "'sqlite_%' AND type IN ('table', 'index') ORDER BY type = 'index', rowid")]
-    rows = {t: list(runtime._rows(conn, t).values()) for t in runtime.table_names}
+    rows = {t: list(runtime.read_rows(conn, t).values()) for t in runtime.table_names}
     tools = [{"name": s.name, "description": s.description, "input_schema": s.input_schema, "writes": s.meta.writes,
               "destructive": s.meta.destructive, "idempotent": s.meta.idempotent, "title": s.meta.title}
              for s in runtime.tools.values()]

@@ -171,7 +171,8 @@ class WorldRuntime:
 
     # -- templates -------------------------------------------------------------------------------------
 
-    def _session(self, engine: Engine, rng: random.Random, generated: dict[str, str] | None = None) -> Session:
+    def new_session(self, engine: Engine, rng: random.Random, generated: dict[str, str] | None = None) -> Session:
+        """A session on `engine` with the episode's clock, generator and generated-id record (what tools read)."""
         session = Session(engine, expire_on_commit=False)
         session.info["now"] = self.world.clock
         session.info["rng"] = rng
@@ -184,18 +185,18 @@ class WorldRuntime:
         if key in self._templates:
             return self._templates[key]
         if key is None:
-            conn = self._fork_conn()
+            conn = self.open_connection()
             engine = engine_for(conn)
             self.metadata.create_all(engine)
-            with self._session(engine, random.Random(0)) as db:
+            with self.new_session(engine, random.Random(0)) as db:
                 self.world.seed(db)
                 db.commit()
             install_change_log(conn, self.primary_keys)
         else:
             base = self.template(None)
-            conn = self._fork_conn(base.data)
+            conn = self.open_connection(base.data)
             engine = engine_for(conn)
-            with self._session(engine, random.Random(0)) as db:
+            with self.new_session(engine, random.Random(0)) as db:
                 task.setup(db)  # type: ignore[union-attr]
                 db.commit()
             conn.execute(f"DELETE FROM {CHANGES_TABLE}")
@@ -207,7 +208,8 @@ class WorldRuntime:
         return made
 
     @staticmethod
-    def _fork_conn(data: bytes | None = None) -> sqlite3.Connection:
+    def open_connection(data: bytes | None = None) -> sqlite3.Connection:
+        """A private in-memory SQLite connection, loaded from serialized `data` (a template) when given."""
         conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
         if data is not None:
             conn.deserialize(data)
@@ -226,7 +228,7 @@ class WorldRuntime:
             if task is None:
                 raise UnknownTask(task_id)
         template = self.template(task)
-        conn = self._fork_conn(template.data)
+        conn = self.open_connection(template.data)
         return Episode(
             id="e-" + secrets.token_hex(8),
             task=task,
@@ -248,7 +250,7 @@ class WorldRuntime:
         episode.last_used = time.monotonic()
         episode.calls += 1
         if episode.session is None:
-            episode.session = self._session(episode.engine or self.engine, episode.rng, episode.generated)
+            episode.session = self.new_session(episode.engine or self.engine, episode.rng, episode.generated)
         db = episode.session
         with _activate(episode.conn):
             try:
@@ -270,7 +272,7 @@ class WorldRuntime:
 
     # -- state and verification ------------------------------------------------------------------------
 
-    def _rows(self, conn: sqlite3.Connection, table: str, keys: list[str] | None = None) -> dict[str, Row]:
+    def read_rows(self, conn: sqlite3.Connection, table: str, keys: list[str] | None = None) -> dict[str, Row]:
         """Rows of `table` by key string: all of them, or only those whose key is in `keys`."""
         pk = self.primary_keys[table]
         sql, params = f'SELECT * FROM "{table}"', ()
@@ -284,8 +286,8 @@ class WorldRuntime:
 
     def initial_rows(self, template: Template) -> dict[str, dict[str, Row]]:
         if template._rows is None:
-            conn = self._fork_conn(template.data)
-            template._rows = {t: self._rows(conn, t) for t in self.metadata.tables}
+            conn = self.open_connection(template.data)
+            template._rows = {t: self.read_rows(conn, t) for t in self.metadata.tables}
             conn.close()
         return template._rows
 
@@ -299,7 +301,7 @@ class WorldRuntime:
             before = self.initial_rows(episode.template)
             for table, keys in changed.items():
                 old = {k: before[table][k] for k in keys if k in before[table]}
-                tables[table] = diff_rows(old, self._rows(episode.conn, table, keys))
+                tables[table] = diff_rows(old, self.read_rows(episode.conn, table, keys))
         return StateDiff(tables)
 
     def reference_states(self, task: Task, seed: int = 0) -> list[Canonical]:
@@ -380,11 +382,11 @@ class WorldRuntime:
 
         def open_initial() -> Session:
             if not initial:
-                conn = self._fork_conn(episode.template.data)
-                initial.append(self._session(engine_for(conn), random.Random(episode.seed)))
+                conn = self.open_connection(episode.template.data)
+                initial.append(self.new_session(engine_for(conn), random.Random(episode.seed)))
             return initial[0]
 
-        with _activate(episode.conn), self._session(episode.engine or self.engine, episode.rng) as final:
+        with _activate(episode.conn), self.new_session(episode.engine or self.engine, episode.rng) as final:
             outcome = Outcome(diff=diff, answer=answer, _initial=open_initial, final=final)
             try:
                 checks = normalize_verdict(task.verify(outcome)).checks
@@ -436,7 +438,7 @@ class WorldRuntime:
 
     @cached_property
     def schema_sql(self) -> str:
-        conn = self._fork_conn(self.template(None).data)
+        conn = self.open_connection(self.template(None).data)
         ddl = [r[0] + ";" for r in conn.execute(
             "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE '_mcpworld%' ORDER BY name")]
         conn.close()
