@@ -434,3 +434,11 @@ def test_entity_helper_and_validation() -> None:
 def test_negative_number_words() -> None:
     assert verdict("minus three", Count(-3)) and verdict("It is -3.", Count(-3))
     assert not verdict("three", Count(-3)) and not verdict("minus three", Count(3))
+
+
+def test_a_mention_denied_after_it_is_negated() -> None:
+    blocker = entity("WEB-3", among=["WEB-1", "WEB-9"])
+    assert not verdict("Nothing is blocking it: WEB-3 is not a blocker.", blocker)
+    assert not verdict("WEB-3 isn't blocking it.", blocker)
+    assert verdict("WEB-3 blocks it; WEB-1 isn't involved.", blocker)
+    assert verdict("It is blocked by WEB-3, which is still in review.", blocker)

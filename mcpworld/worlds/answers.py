@@ -213,6 +213,15 @@ def _negated(text: str, pos: int) -> bool:
     return any(w in _NEGATIONS or w.endswith("n't") for w in words)
 
 
+_DENIED_AFTER_RE = re.compile(r"\s+(?:(?:is|are|was|were|does|do|did|has|have)\s+(?:not|never)|isn't|aren't|wasn't|"
+                              r"weren't|doesn't|don't|didn't|hasn't|haven't)\b", re.I)
+
+
+def _denied(text: str, end: int) -> bool:
+    """The mention is the subject of a negated verb right after it ("WEB-3 is not a blocker", "Lucas isn't")."""
+    return _DENIED_AFTER_RE.match(text, end) is not None
+
+
 @dataclass(frozen=True)
 class _Mention:
     start: int
@@ -225,7 +234,7 @@ def _mentions(text: str, names: Iterable[str]) -> list[_Mention]:
     """Every whole-word mention of `names` in (normalized) `text`; the longer name wins an overlap."""
     keys = {_key(n) for n in names if n.strip()}
     hits = ((m.start(), m.end(), key) for key in keys for m in _name_re(key).finditer(text))
-    return [_Mention(s, e, key, _negated(text, s)) for s, e, key in _longest_first(hits)]
+    return [_Mention(s, e, key, _negated(text, s) or _denied(text, e)) for s, e, key in _longest_first(hits)]
 
 
 def _mask(text: str, spans: Iterable[tuple[int, int]]) -> str:
