@@ -178,9 +178,10 @@ class TaskContext:
         return cls(runtime, task, initial, results, diff, raw)
 
     def resolve(self, ref: str) -> list[str]:
-        table, _, column = ref.partition(".")
-        rows = self.initial.get(table, {})
-        return sorted({str(r[column]) for r in rows.values() if r.get(column) is not None})
+        try:
+            return self.runtime.column_values(self.runtime.template(self.task), ref)
+        except KeyError:  # an unknown table has no candidates to try
+            return []
 
 
 def _play(ctx: TaskContext, attempt: Attempt) -> _Outcome | None:
@@ -605,7 +606,7 @@ def _prefix(ctx: TaskContext) -> Iterator[Attempt]:
 def _sql_type(runtime: WorldRuntime, table: str, column: str) -> type | None:
     try:
         return runtime.metadata.tables[table].columns[column].type.python_type
-    except (KeyError, NotImplementedError):
+    except (KeyError, NotImplementedError):  # SQLAlchemy types without a Python type (JSON, custom) are skipped
         return None
 
 

@@ -35,6 +35,11 @@ class Canonical:
 
     tables: dict[str, TableState]
 
+    @property
+    def is_empty(self) -> bool:
+        """No row written: what a refusal's reference must leave."""
+        return not any(t.updated or t.deleted or t.inserted for t in self.tables.values())
+
 
 def _canon_value(value: Any, generated: dict[str, str]) -> Any:
     if isinstance(value, str):

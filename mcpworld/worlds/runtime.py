@@ -340,17 +340,18 @@ class WorldRuntime:
         """What typed answers and refusals are judged against: the instruction, the starting rows, the cap."""
         from mcpworld.worlds.answers import AnswerContext
 
-        rows = self.initial_rows(episode.template)
-
-        def resolve(ref: str) -> list[str]:
-            table, _, column = ref.partition(".")
-            if table not in rows:
-                raise KeyError(f"unknown table {table!r} in {ref!r}")
-            return sorted({str(r[column]) for r in rows[table].values() if r.get(column) is not None})
-
         task = episode.task
-        return AnswerContext(instruction=task.instruction if task else "", resolve=resolve,
+        return AnswerContext(instruction=task.instruction if task else "",
+                             resolve=lambda ref: self.column_values(episode.template, ref),
                              max_chars=self.world.max_answer_chars)
+
+    def column_values(self, template: Template, ref: str) -> list[str]:
+        """Every distinct value of "table.column" in a starting state, as strings (an answer's wrong candidates)."""
+        rows = self.initial_rows(template)
+        table, _, column = ref.partition(".")
+        if table not in rows:
+            raise KeyError(f"unknown table {table!r} in {ref!r}")
+        return sorted({str(r[column]) for r in rows[table].values() if r.get(column) is not None})
 
     def _answer_checks(self, episode: Episode, answer: str | None) -> list[Check]:
         task = episode.task
@@ -360,8 +361,9 @@ class WorldRuntime:
             return checks
         from mcpworld.worlds.answers import check_answer, refusal_checks
 
+        ctx = self.answer_context(episode)
         if task.expect:
-            checks += check_answer(answer, list(task.expect), self.answer_context(episode))
+            checks += check_answer(answer, list(task.expect), ctx)
         if task.kind == "refusal":
             rule = self.world.rule(task.reason) if task.reason else None
             if rule is None:
@@ -369,7 +371,7 @@ class WorldRuntime:
                                     detail=f"task {task.id} names no rule in `reason`: it cannot be judged"))
             else:
                 others = [c for r in self.world.rules if r.id != rule.id for c in r.cues]
-                checks += refusal_checks(answer, rule.cues, others, self.answer_context(episode))
+                checks += refusal_checks(answer, rule.cues, others, ctx)
         return checks
 
     def task_checks(self, episode: Episode, answer: str | None, diff: StateDiff | None = None) -> list[Check]:

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from mcpworld.core.models import Check, Verdict
-from mcpworld.worlds.diff import StateDiff
 from mcpworld.worlds.loader import WorldLoadError, load_world
 from mcpworld.worlds.runtime import CallResult, Episode, WorldRuntime
 from mcpworld.worlds.tools import ArgumentError, build_tool
@@ -122,7 +121,7 @@ def task_problems(runtime: WorldRuntime, task: Task, init: str) -> list[Problem]
     if out:
         return out
     try:
-        if task.kind == "refusal" and not _state_of(runtime, task).is_empty:
+        if task.kind == "refusal" and not runtime.reference_states(task)[0].is_empty:
             out.append(Problem(where, f"{field}: solution", "a refusal task's reference must leave the state "
                                                             "untouched (its forbidden call must fail, or be left out)"))
         episode = runtime.fork(task.id)
@@ -144,16 +143,6 @@ def task_problems(runtime: WorldRuntime, task: Task, init: str) -> list[Problem]
                                                       "task asks for (or the target already holds)"))
     noop.close()
     return out
-
-
-def _state_of(runtime: WorldRuntime, task: Task) -> StateDiff:
-    episode = runtime.fork(task.id)
-    try:
-        for step in task.solution:
-            runtime.call(episode, step.name, step.arguments)
-        return runtime.diff(episode)
-    finally:
-        episode.close()
 
 
 class CallTimeLimit(BaseException):
