@@ -128,9 +128,12 @@ async def test_tools_refuse_escapes_bad_arguments_and_runaways(sw: SWEServer) ->
             ("str_replace_editor", {"command": "view", "path": str(root / ".." / "..")}, "outside the repository"),
             ("str_replace_editor", {"command": "create", "path": "/tmp/escaped-by-agent.py", "file_text": "x"},
              "outside the repository"),
-            ("str_replace_editor", {"command": "view"}, "'path' is a required property"),
+            ("str_replace_editor", {"command": "view"},
+             "invalid arguments for str_replace_editor: path: Field required"),
             ("str_replace_editor", {"command": "view", "path": str(root), "bogus": 1},
-             "Additional properties are not allowed"),
+             "bogus: Extra inputs are not permitted"),
+            ("str_replace_editor", {"command": "peek", "path": str(root)}, "command: Input should be 'view', 'create'"),
+            ("bash", {"command": "true", "timeout": 0}, "timeout: Input should be greater than or equal to 1"),
             ("search", {"pattern": "x", "path": "/etc"}, "outside the repository"),
             ("bash", {"command": "vim textkit/slug.py"}, "Interactive command refused"),
             ("bash", {"command": "sleep 30", "timeout": 1}, "timed out after 1 seconds"),
@@ -175,11 +178,11 @@ async def test_close_all_removes_every_workspace(instances_file: Path) -> None:
 
 
 def test_swe_record_is_a_valid_server_json() -> None:
-    from mcpworld.registry.records import record_kind, validate_record
+    from mcpworld.registry.records import local_stdio_args, record_kind, validate_record
 
     record = validate_record(swe_record("http://127.0.0.1:8765"))
     assert record["remotes"][0]["url"] == "http://127.0.0.1:8765/swe/mcp"
-    assert [a["value"] for a in record["packages"][0]["packageArguments"]] == ["serve", "swe", "--stdio"]
+    assert local_stdio_args(record) == ["serve", "swe", "--stdio"]
     assert record_kind(record) == "swe" and record["name"] == "io.mcpworld/swe"
 
 
@@ -218,3 +221,71 @@ async def test_agent_oracle_policy_solves_an_instance(sw: SWEServer) -> None:
         traj = await run_episode(ctl, "swe", task, OraclePolicy())
         assert traj.reward == 1.0 and traj.verdict is not None and traj.verdict.passed, traj.error
     assert len(sw) == 0  # the loop closed its episode, and the workspace with it
+
+
+async def test_a_closed_http_session_frees_its_workspace_at_once(instances_file: Path) -> None:
+    """Plain clients (2025-11-25 sessions) one after another: each deleted session frees its workspace, so a
+    server capped at 3 episodes serves a 4th, 5th... client instead of refusing it until the idle TTL."""
+    import contextlib
+
+    from starlette.applications import Starlette
+
+    from mcpworld.core.serving import serve_in_thread
+    from mcpworld.core.testing import free_port
+    from mcpworld.swe.server import running_swe, swe_routes
+
+    sw = SWEServer(load_instances(instances_file), options=SWEOptions(warm=0, max_episodes=3, ttl_s=3600))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: object):  # type: ignore[no-untyped-def]
+        async with running_swe(sw):
+            yield
+
+    with serve_in_thread(Starlette(routes=swe_routes(sw), lifespan=lifespan), free_port()) as base:
+        for n in range(5):
+            async with Client(f"{base}/swe/mcp", mode="legacy") as client:
+                result = await client.call_tool("bash", {"command": "pwd"})
+                assert not result.is_error, (n, result.content[0].text)
+                root = Path(result.content[0].text.split("\n")[0])
+                assert root.is_dir() and len(sw) == 1
+            deadline = time.monotonic() + 10
+            while (root.exists() or len(sw)) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert not root.exists() and len(sw) == 0, f"client {n}: the workspace outlived its session"
+
+
+async def test_an_unexpected_failure_is_a_tool_error_that_says_what_happened(sw: SWEServer) -> None:
+    async with Client(sw.server) as client:
+        ctl = EpisodeControl(client)
+        doomed = (await ctl.start("mcpworld__textkit-1")).episode
+        other = (await ctl.start("mcpworld__textkit-1")).episode
+        gone = await ctl.call(doomed, "bash", {"command": 'rm -rf "$PWD"'})  # the agent deletes its own checkout
+        assert not gone.is_error, gone.content[0].text
+        result = await ctl.call(doomed, "submit")
+        text = result.content[0].text
+        assert result.is_error and "tool 'submit' failed unexpectedly: " in text and "fault of the server" in text
+        assert "Error" in text.split("failed unexpectedly: ")[1].split(":")[0]  # the exception's type is named
+        fine = await ctl.call(other, "submit")  # the other episode, and the server, are unaffected
+        assert not fine.is_error and fine.structured_content == {"patch": ""}
+
+
+async def test_tools_keep_swe_agents_names_arguments_and_texts(sw: SWEServer) -> None:
+    """Typed tools, listed as SWE-agent lists them: the same names, arguments, enums, bounds and required sets."""
+    async with Client(sw.server) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    editor = tools["str_replace_editor"].input_schema
+    assert list(editor["properties"]) == ["command", "path", "file_text", "old_str", "new_str", "insert_line",
+                                          "view_range"]
+    assert editor["required"] == ["command", "path"] and editor["additionalProperties"] is False
+    assert editor["properties"]["command"]["enum"] == ["view", "create", "str_replace", "insert", "undo_edit"]
+    assert editor["properties"]["file_text"] == {"type": "string", "title": "File Text",
+                                                 "description": "Content of the file to create (`create`)."}
+    assert editor["properties"]["view_range"]["minItems"] == editor["properties"]["view_range"]["maxItems"] == 2
+    assert tools["str_replace_editor"].description.startswith("Custom editing tool for viewing, creating and editing")
+    bash = tools["bash"].input_schema
+    assert bash["required"] == ["command"] and bash["properties"]["timeout"]["minimum"] == 1
+    search = tools["search"].input_schema["properties"]
+    assert search["kind"]["default"] == "content" and search["max_results"]["maximum"] == 1000
+    assert tools["lsp"].input_schema["required"] == ["command"]
+    assert tools["submit"].input_schema["properties"] == {}
+    assert tools["search"].annotations.read_only_hint and not tools["bash"].annotations.read_only_hint

@@ -15,6 +15,7 @@ from mcpworld.swe.shell import (
     ExecutionBackend,
     Limits,
     LocalBackend,
+    ThreadShell,
     bwrap_works,
     format_result,
     make_backend,
@@ -131,5 +132,34 @@ def test_backends_satisfy_the_seam() -> None:
                 writable: Path | None = None) -> ExecResult:
             return ExecResult("predicted\n", "", 0)
 
+        def for_episode(self, instance: object) -> ThreadShell:
+            return ThreadShell(self)
+
+    class RunOnly:  # no episode shell: not a backend the SWE server could give an episode
+        name = "run-only"
+
+        def run(self, command: str, cwd: Path, timeout: float, env: dict[str, str] | None = None,
+                writable: Path | None = None) -> ExecResult:
+            return ExecResult("", "", 0)
+
     assert isinstance(LocalBackend(isolate=False), ExecutionBackend)
     assert isinstance(Simulated(), ExecutionBackend)
+    assert not isinstance(RunOnly(), ExecutionBackend)
+
+
+@pytest.mark.anyio
+async def test_an_episode_shell_runs_off_the_event_loop(tmp_path: Path) -> None:
+    """A blocking backend's episode shell runs each command in a worker thread, so the loop keeps serving: here
+    the command waits for a file that only the event loop writes while the command runs."""
+    import anyio
+
+    shell = LocalBackend(isolate=False).for_episode(None)  # type: ignore[arg-type]
+
+    async def release() -> None:
+        await anyio.sleep(0)
+        (tmp_path / "go").write_text("")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(release)
+        result = await shell.run("until [ -f go ]; do sleep 0.01; done; echo done", tmp_path, 20)
+    assert (result.stdout, result.exit_code, result.timed_out) == ("done\n", 0, False)

@@ -18,9 +18,9 @@ from mcpworld.core.llm_replay import ReplayLLM, serve
 from mcpworld.core.testing import free_port
 from mcpworld.swe.builder import build_instances
 from mcpworld.swe.instances import Instance, load_instances
-from mcpworld.swe.shell import ExecResult, LocalBackend, format_result
+from mcpworld.swe.shell import EpisodeShell, ExecResult, LocalBackend, format_result
 from mcpworld.swe.workspace import Workspace, WorkspacePool
-from mcpworld.worldmodels.backend import SimulatedBackend, static_resolver
+from mcpworld.worldmodels.backend import SimulatedBackend
 from mcpworld.worldmodels.llm_pool import Endpoint, ModelPool
 from mcpworld.worldmodels.repo import patched_checkout
 from mcpworld.worldmodels.swt import SWT
@@ -76,19 +76,20 @@ def replay() -> Iterator[tuple[ReplayLLM, str]]:
         yield llm, url
 
 
-def _backend(url: str, instance: Instance, ws: Workspace) -> tuple[SimulatedBackend, Recorder]:
+def _backend(url: str, instance: Instance) -> tuple[SimulatedBackend, EpisodeShell, Recorder]:
+    """The backend, and the shell of an episode on `instance` (what the SWE server gives each episode)."""
     real = Recorder()
     backend = SimulatedBackend(SWT(ModelPool.from_urls(url, "swt", timeout_s=0.5, retries=0)), real=real)
-    backend.bind(ws.root, instance)
-    return backend, real
+    return backend, backend.for_episode(instance), real
 
 
-def test_tests_are_predicted_from_a_full_context(replay: tuple[ReplayLLM, str], workspace: Workspace,
+@pytest.mark.anyio
+async def test_tests_are_predicted_from_a_full_context(replay: tuple[ReplayLLM, str], workspace: Workspace,
                                                  instances: dict[str, Instance]) -> None:
     llm, url = replay
     instance = instances["mcpworld__minicalc-1"]
-    backend, real = _backend(url, instance, workspace)
-    result = backend.run(instance.test_command(), workspace.root, 30)
+    backend, shell, real = _backend(url, instance)
+    result = await shell.run(instance.test_command(), workspace.root, 30)
     assert (result.stdout, result.exit_code) == ("tests/test_stats.py::test_mean PASSED\n===== 5 passed in 0.01s "
                                                  "=====\n", 0)
     assert real.commands == []  # nothing ran: the output is SWT's
@@ -106,79 +107,71 @@ def test_tests_are_predicted_from_a_full_context(replay: tuple[ReplayLLM, str], 
     assert str(workspace.root) in prompt
 
 
-def test_malformed_and_failed_predictions_are_failures(replay: tuple[ReplayLLM, str], workspace: Workspace,
+@pytest.mark.anyio
+async def test_malformed_and_failed_predictions_are_failures(replay: tuple[ReplayLLM, str], workspace: Workspace,
                                                        instances: dict[str, Instance]) -> None:
     _, url = replay
-    backend, real = _backend(url, instances["mcpworld__minicalc-1"], workspace)
-    fenced = backend.run("python fenced.py", workspace.root, 30)
+    backend, shell, real = _backend(url, instances["mcpworld__minicalc-1"])
+    fenced = await shell.run("python fenced.py", workspace.root, 30)
     assert (fenced.stdout, fenced.exit_code) == ("FENCED\n", 3)
     for command, reason in [("python garbage.py", "could not be read"), ("python http500.py", "HTTP 500"),
                             ("python slow.py", "timed out"), ("python raw.py", "SWT endpoint failed"),
                             ("python unscripted.py", "HTTP 404")]:
-        result = backend.run(command, workspace.root, 30)
+        result = await shell.run(command, workspace.root, 30)
         assert result.exit_code == 125 and result.stdout == "", command
         assert "[simulator failed]" in result.stderr and reason in result.stderr, (command, result.stderr)
         assert "not executed" in format_result(result, 30)
     assert real.commands == []
 
 
-def test_read_only_and_file_commands_run_for_real(replay: tuple[ReplayLLM, str], workspace: Workspace,
+@pytest.mark.anyio
+async def test_read_only_and_file_commands_run_for_real(replay: tuple[ReplayLLM, str], workspace: Workspace,
                                                   instances: dict[str, Instance]) -> None:
     llm, url = replay
-    backend, real = _backend(url, instances["mcpworld__minicalc-1"], workspace)
+    backend, shell, real = _backend(url, instances["mcpworld__minicalc-1"])
     (workspace.root / "notes.txt").write_text("only-on-this-disk 4711\n")
-    assert backend.run("cat notes.txt", workspace.root, 30).stdout == "only-on-this-disk 4711\n"
-    assert "notes.txt" in backend.run("ls", workspace.root, 30).stdout
-    assert backend.run("grep -n 'middle - 1' minicalc/stats.py", workspace.root, 30).stdout.startswith("17:")
-    assert "minicalc/stats.py" in backend.run("git status --short", workspace.root, 30).stdout
-    assert backend.run("sed -n 2p notes.txt; wc -l < notes.txt", workspace.root, 30).stdout == "1\n"
-    assert backend.run("echo made > new.txt && mkdir -p d", workspace.root, 30).exit_code == 0
+    assert (await shell.run("cat notes.txt", workspace.root, 30)).stdout == "only-on-this-disk 4711\n"
+    assert "notes.txt" in (await shell.run("ls", workspace.root, 30)).stdout
+    assert (await shell.run("grep -n 'middle - 1' minicalc/stats.py", workspace.root, 30)).stdout.startswith("17:")
+    assert "minicalc/stats.py" in (await shell.run("git status --short", workspace.root, 30)).stdout
+    assert (await shell.run("sed -n 2p notes.txt; wc -l < notes.txt", workspace.root, 30)).stdout == "1\n"
+    assert (await shell.run("echo made > new.txt && mkdir -p d", workspace.root, 30)).exit_code == 0
     assert (workspace.root / "new.txt").read_text() == "made\n" and (workspace.root / "d").is_dir()
     assert len(real.commands) == 6 and llm.requests == []
 
 
-def test_pip_install_is_answered_without_running(replay: tuple[ReplayLLM, str], workspace: Workspace,
+@pytest.mark.anyio
+async def test_pip_install_is_answered_without_running(replay: tuple[ReplayLLM, str], workspace: Workspace,
                                                  instances: dict[str, Instance]) -> None:
     llm, url = replay
-    backend, real = _backend(url, instances["mcpworld__minicalc-1"], workspace)
-    result = backend.run("pip install no-such-package-mcpworld==9.9", workspace.root, 30)
+    backend, shell, real = _backend(url, instances["mcpworld__minicalc-1"])
+    result = await shell.run("pip install no-such-package-mcpworld==9.9", workspace.root, 30)
     assert (result.exit_code, result.stdout) == (0, "Successfully installed no-such-package-mcpworld==9.9\n")
-    assert backend.run("python -m pip install -e .", workspace.root, 30).exit_code == 0
+    assert (await shell.run("python -m pip install -e .", workspace.root, 30)).exit_code == 0
     assert real.commands == [] and llm.requests == []
     assert backend.routes["pip"] == 2
 
 
-def test_destructive_commands_are_refused_and_never_run(replay: tuple[ReplayLLM, str], workspace: Workspace,
+@pytest.mark.anyio
+async def test_destructive_commands_are_refused_and_never_run(replay: tuple[ReplayLLM, str], workspace: Workspace,
                                                         instances: dict[str, Instance]) -> None:
     llm, url = replay
-    backend, real = _backend(url, instances["mcpworld__minicalc-1"], workspace)
+    backend, shell, real = _backend(url, instances["mcpworld__minicalc-1"])
     for command in ("rm -rf /", "rm -rf ~", "git push origin main", ":(){ :|:& };:", "ls; dd if=/dev/zero of=/dev/sda"):
-        result = backend.run(command, workspace.root, 30)
+        result = await shell.run(command, workspace.root, 30)
         assert result.exit_code == 1 and result.stderr.startswith("Refused:"), command
     assert real.commands == [] and llm.requests == []
     assert (workspace.root / "minicalc").is_dir()
 
 
-def test_unknown_workspace_is_a_failure_not_a_guess(replay: tuple[ReplayLLM, str], tmp_path: Path,
-                                                    instances: dict[str, Instance]) -> None:
+def test_grading_seam_answers_and_runs_but_never_guesses(replay: tuple[ReplayLLM, str], workspace: Workspace) -> None:
+    """The blocking `run` (what grading calls) has no episode: real commands run, predictions fail clearly."""
     llm, url = replay
-    backend = SimulatedBackend(SWT(ModelPool.from_urls(url, "swt")), resolve=static_resolver(instances.values()))
-    result = backend.run("python -m pytest", tmp_path, 30)
-    assert result.exit_code == 125 and "no SWE instance is known" in result.stderr and llm.requests == []
-
-
-def test_static_resolver_finds_unambiguous_workspaces(instances: dict[str, Instance]) -> None:
-    pool = WorkspacePool(warm=0)
-    try:
-        resolve = static_resolver(instances.values())
-        textkit = [i for i in instances.values() if i.repo.endswith("textkit")][0]
-        with patched_checkout(textkit, "", pool) as ws:
-            found = resolve(ws.root)  # several textkit instances share one commit: ambiguous unless only one
-        shared = [i for i in instances.values() if i.repo == textkit.repo and i.base_commit == textkit.base_commit]
-        assert found == (textkit if len(shared) == 1 else None)
-        assert static_resolver([textkit])(ws.root) == textkit
-    finally:
-        pool.close_all()
+    backend = SimulatedBackend(SWT(ModelPool.from_urls(url, "swt")), real=LocalBackend(isolate=False))
+    result = backend.run("python -m pytest", workspace.root, 30)
+    assert result.exit_code == 125 and "only in an episode's shell" in result.stderr and llm.requests == []
+    assert "minicalc" in backend.run("ls", workspace.root, 30).stdout
+    assert backend.run("rm -rf ~", workspace.root, 30).stderr.startswith("Refused:")
 
 
 @pytest.mark.anyio

@@ -66,7 +66,7 @@ async def test_simulated_episode_with_swt_output_and_swr_reward(instances_file: 
     with serve(swt_llm, free_port()) as swt_url, serve(swr_llm, free_port()) as swr_url:
         backend = SimulatedBackend(SWT(ModelPool.from_urls(swt_url, "swt", retries=0)))
         scorer = SWRScorer.of(SWR(ModelPool.from_urls(swr_url, "swr", retries=0)), instances)
-        # The server binds each episode's workspace to its instance in the backend, and grades with SWR.
+        # Each episode gets the backend's shell for its instance (no lookup by path), and is graded by SWR.
         sw = SWEServer(instances, backend=backend, options=SWEOptions(warm=0, command_timeout_s=30),
                        grader=SWRGrader(scorer))
         try:
@@ -105,4 +105,4 @@ async def test_simulated_episode_with_swt_output_and_swr_reward(instances_file: 
     assert len(swr_llm.requests) == 6  # k = 3 samples of the submitted patch, for verify and for the reward
     assert "+        return (items[middle - 1] + items[middle]) / 2" in swr_llm.requests[0]["messages"][1]["content"]
     assert traj.verdict.passed and traj.reward == 1.0  # verify graded by SWR, no container, no real test run
-    assert not backend._bindings, "closing the episode unbinds its workspace"
+    assert len(sw) == 0, "the loop closed its episode"

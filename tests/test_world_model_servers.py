@@ -15,11 +15,13 @@ from starlette.applications import Starlette
 from mcpworld.core.llm_replay import ReplayLLM, serve
 from mcpworld.core.serving import serve_in_thread
 from mcpworld.core.testing import free_port
-from mcpworld.registry.records import record_kind, validate_record
+from mcpworld.core.tools import tool
+from mcpworld.registry.records import local_stdio_args, record_kind, validate_record
 from mcpworld.swe.builder import build_instances
 from mcpworld.swe.instances import Instance, load_instances
 from mcpworld.worldmodels.llm_pool import ModelPool
 from mcpworld.worldmodels.servers import (
+    ModelServer,
     SWRServer,
     SWTServer,
     WorldModelConfig,
@@ -63,7 +65,7 @@ async def test_swt_server_simulates_with_the_given_patch(instances: list[Instanc
                 unknown = await client.call_tool("simulate", {"instance_id": "nope", "command": "ls"})
                 assert unknown.is_error and "unknown instance 'nope'" in unknown.content[0].text
                 bad = await client.call_tool("simulate", {"instance_id": IID})
-                assert bad.is_error and "'command' is a required property" in bad.content[0].text
+                assert bad.is_error and "invalid arguments for simulate: command: Field required" in bad.content[0].text
                 junk = await client.call_tool("simulate", {"instance_id": IID, "command": "ls",
                                                            "patch": "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-q\n+r\n"})
                 assert junk.is_error and "does not apply" in junk.content[0].text
@@ -114,7 +116,7 @@ def test_world_model_servers_follow_the_environment(monkeypatch: pytest.MonkeyPa
         record = validate_record(m.record("http://127.0.0.1:8765"))
         assert record_kind(record) == "world-model"
         assert record["remotes"][0]["url"] == f"http://127.0.0.1:8765/world-models/{m.name}/mcp"
-        assert record["packages"][0]["packageArguments"][-2]["value"] == m.name
+        assert local_stdio_args(record) == ["serve", "world-model", m.name, "--stdio"]
         m.closer()
 
 
@@ -135,3 +137,30 @@ async def test_mounted_over_streamable_http(instances_file: Path) -> None:
                 result = await client.call_tool("score", {"instance_id": IID, "patch": gold})
     assert not result.is_error and result.structured_content["score"] == 1.0
     assert len(llm.requests) == 1
+
+
+@tool
+def ratio(model: ModelServer, instance_id: str, parts: int) -> dict[str, float]:
+    """How much of the instance's problem statement each of `parts` parts holds (a tool with a latent bug)."""
+    return {"share": len(model.instance(instance_id).problem_statement) / parts}
+
+
+class RatioServer(ModelServer):
+    functions = [ratio]
+    name, title, description = "ratio", "Ratio", "A world-model server with one buggy tool."
+
+
+async def test_an_unexpected_failure_in_a_tool_is_a_tool_error(instances: list[Instance]) -> None:
+    """A bug inside a world-model tool is an isError result that names the exception, never a JSON-RPC error;
+    the server keeps serving, and argument and lookup errors stay plain."""
+    srv = RatioServer(instances)
+    async with Client(srv.server) as client:
+        broken = await client.call_tool("ratio", {"instance_id": IID, "parts": 0})
+        text = broken.content[0].text
+        assert broken.is_error and text.startswith("tool 'ratio' failed unexpectedly: ZeroDivisionError: ")
+        fine = await client.call_tool("ratio", {"instance_id": IID, "parts": 2})
+        assert not fine.is_error and fine.structured_content["share"] > 0
+        unknown = await client.call_tool("ratio", {"instance_id": "nope", "parts": 2})
+        assert unknown.is_error and unknown.content[0].text.startswith("unknown instance 'nope'; known: ")
+        big = await client.call_tool("ratio", {"instance_id": "x" * (2 * 1024 * 1024), "parts": 2})
+        assert big.is_error and "arguments too large" in big.content[0].text

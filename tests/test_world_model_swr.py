@@ -184,17 +184,17 @@ async def test_swr_reward_and_selector_for_trajectories(instances: list[Instance
             scorer.close()
 
 
-def test_swr_grader_gives_the_swe_server_a_verdict(instances: list[Instance], gold: str) -> None:
+async def test_swr_grader_gives_the_swe_server_a_verdict(instances: list[Instance], gold: str) -> None:
     llm = SequencedReplay({IID: [swr_reply(1), swr_reply(1), swr_reply(0)]})
     broken = SequencedReplay({IID: [{"role": "assistant", "content": "?"}]})
     instance = next(i for i in instances if i.instance_id == IID)
     with serve(llm, free_port()) as url, serve(broken, free_port()) as url_broken:
         scorer, bad = _scorer(url, instances), _scorer(url_broken, instances)
         try:
-            verdict = SWRGrader(scorer)(instance, gold)  # sync, as the SWE server's worker thread calls it
-            strict = SWRGrader(scorer, threshold=1.0)(instance, gold)
-            invalid = SWRGrader(bad)(instance, gold)
-            empty = SWRGrader(scorer)(instance, "")
+            verdict = await SWRGrader(scorer)(instance, gold)  # awaited on the SWE server's loop
+            strict = await SWRGrader(scorer, threshold=1.0)(instance, gold)
+            invalid = await SWRGrader(bad)(instance, gold)
+            empty = await SWRGrader(scorer)(instance, "")
         finally:
             scorer.close()
             bad.close()

@@ -1,8 +1,10 @@
 """Where `bash` commands run: execution backends behind one seam, and the shell tool's output policy.
 
-`ExecutionBackend.run(command, cwd, timeout) -> ExecResult` is the whole contract, so a simulated backend (SWT, an
-LLM that predicts output) plugs in beside `LocalBackend` (contained by `mcpworld.core.contain`) and
-`DockerBackend` (Docker SDK, when an engine answers). File operations never go through a backend: they are real.
+`ExecutionBackend.run(command, cwd, timeout) -> ExecResult` runs one command (grading uses it), and
+`ExecutionBackend.for_episode(instance)` gives one episode's `EpisodeShell`, whose async `run` the bash tool awaits:
+it knows its episode, so a simulated backend (SWT, an LLM that predicts output) plugs in beside `LocalBackend`
+(contained by `mcpworld.core.contain`) and `DockerBackend` (Docker SDK, when an engine answers) with nothing to look
+up. File operations never go through a backend: they are real.
 """
 
 from __future__ import annotations
@@ -18,9 +20,14 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import anyio.to_thread
 
 from mcpworld.core import contain
+
+if TYPE_CHECKING:
+    from mcpworld.swe.instances import Instance
 
 MAX_OUTPUT_CHARS = 16000
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
@@ -43,9 +50,18 @@ class ExecResult:
     duration_s: float = 0.0
 
 
+class EpisodeShell(Protocol):
+    """Where one episode's bash commands run; made by `ExecutionBackend.for_episode`, so it knows its instance."""
+
+    async def run(self, command: str, cwd: Path, timeout: float, env: dict[str, str] | None = None,
+                  writable: Path | None = None) -> ExecResult:
+        """Run `command` as `ExecutionBackend.run` does, without blocking the event loop."""
+        ...
+
+
 @runtime_checkable
 class ExecutionBackend(Protocol):
-    """Runs one shell command in a workspace folder. Implementations: local, docker, (later) simulated."""
+    """Runs one shell command in a workspace folder. Implementations: local, docker, simulated (world models)."""
 
     name: str
 
@@ -56,6 +72,21 @@ class ExecutionBackend(Protocol):
         `writable` is the folder the command may write (the workspace); isolating backends keep the rest read-only.
         """
         ...
+
+    def for_episode(self, instance: Instance) -> EpisodeShell:
+        """The shell of an episode on `instance` (a blocking backend: `ThreadShell(self)`)."""
+        ...
+
+
+@dataclass(frozen=True)
+class ThreadShell:
+    """An episode's shell on a blocking backend: each command in a worker thread, so the server keeps serving."""
+
+    backend: ExecutionBackend
+
+    async def run(self, command: str, cwd: Path, timeout: float, env: dict[str, str] | None = None,
+                  writable: Path | None = None) -> ExecResult:
+        return await anyio.to_thread.run_sync(lambda: self.backend.run(command, cwd, timeout, env, writable))
 
 
 class BackendUnavailable(RuntimeError):
@@ -117,6 +148,9 @@ class LocalBackend:
 
     def describe(self) -> str:
         return "local (bubblewrap-isolated)" if self.isolate else "local (NOT isolated: opted out)"
+
+    def for_episode(self, instance: Instance) -> EpisodeShell:
+        return ThreadShell(self)
 
     def argv(self, command: str, cwd: Path, writable: Path) -> list[str]:
         """The full command line (bubblewrap included when isolating), for display and debugging."""
@@ -208,6 +242,9 @@ class DockerBackend:
         self.image = image
         self.mem_limit = mem_limit
         self._containers: dict[str, object] = {}
+
+    def for_episode(self, instance: Instance) -> EpisodeShell:
+        return ThreadShell(self)
 
     def _container(self, cwd: Path, writable: Path) -> object:
         key = str(writable)

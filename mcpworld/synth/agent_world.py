@@ -30,11 +30,11 @@ from sqlmodel import Field as SQLField
 from sqlmodel import Session
 
 from mcpworld.core.llm import ChatClient
+from mcpworld.core.tools import to_jsonable
 from mcpworld.synth.names import is_read_only_name, snake
 from mcpworld.synth.signatures import proxy_tool
 from mcpworld.synth.taskspec import Dropped, SynthTask, load_tasks, save_tasks
 from mcpworld.synth.worker import Limits, shared_worker
-from mcpworld.worlds.tools import to_jsonable
 from mcpworld.worlds.world import World, now, world_base
 
 ENTRY = "mcpworld.synth.jobs:agent_world_call"

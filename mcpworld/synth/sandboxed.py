@@ -115,7 +115,7 @@ def _insert(table: str, cols: list[str]) -> str:
     return f"INSERT INTO {_quote(table)} ({', '.join(map(_quote, cols))}) VALUES ({', '.join('?' for _ in cols)})"
 
 
-def _apply(db: Session, changes: list[dict[str, Any]], primary_keys: dict[str, tuple[str, ...]]) -> None:
+def apply_changes(db: Session, changes: list[dict[str, Any]], primary_keys: dict[str, tuple[str, ...]]) -> None:
     """Replay a worker's row changes on the episode, in the current transaction."""
     conn = db.connection()
     for change in changes:
@@ -162,19 +162,20 @@ def _proxied(path: Path, meta: dict[str, Any]) -> World:
 
     def make_call(name: str) -> Any:
         def call(db: Session, arguments: dict[str, Any]) -> Any:
-            from mcpworld.worlds.tools import to_jsonable
+            from mcpworld.core.tools import to_jsonable
 
             out = run("call", {"tool": name, "arguments": to_jsonable(arguments), "db": _b64(_raw(db).serialize()),
                                "seed": db.info["rng"].getrandbits(31)})
             if "error" in out:
                 raise ToolError(out["error"])
-            _apply(db, out["changes"], primary_keys)
+            apply_changes(db, out["changes"], primary_keys)
             return out["value"]
         return call
 
     def make_setup(task_id: str) -> Any:
         def setup(db: Session) -> None:
-            _apply(db, run("setup", {"task": task_id, "db": _b64(_raw(db).serialize())})["changes"], primary_keys)
+            changes = run("setup", {"task": task_id, "db": _b64(_raw(db).serialize())})["changes"]
+            apply_changes(db, changes, primary_keys)
         return setup
 
     def make_verify(task_id: str) -> Any:

@@ -12,7 +12,7 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "SimulatedBackend": "backend", "simulated_backend": "backend", "static_resolver": "backend",
+    "SimulatedBackend": "backend", "simulated_backend": "backend",
     "Endpoint": "llm_pool", "ModelPool": "llm_pool", "SWR": "swr", "SWRResult": "swr", "SWRScorer": "swr",
     "SWT": "swt", "SimulatorError": "swt", "SWRReward": "reward",
     "SWRGrader": "grader", "SWRSelector": "bestofn", "select_patch": "bestofn",

@@ -1,7 +1,8 @@
 """SWR as the SWE server's grader in simulated mode: `episode/verify` without running the tests.
 
-Synchronous on purpose: the SWE server grades in a worker thread. An invalid SWR result is a failed verdict whose
-evidence says `invalid` (a verdict must carry a score); `SWRReward` is the reward that treats invalid separately.
+Async: the SWE server awaits it on its event loop, where the model client lives. An invalid SWR result is a failed
+verdict whose evidence says `invalid` (a verdict must carry a score); `SWRReward` is the reward that treats invalid
+separately.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from dataclasses import dataclass
 
 from mcpworld.core.models import Check, Verdict
 from mcpworld.swe.instances import Instance
-from mcpworld.worldmodels.bridge import run_sync
 from mcpworld.worldmodels.swr import SWRResult, SWRScorer
 
 
@@ -36,5 +36,5 @@ class SWRGrader:
     k: int | None = None
     threshold: float = 0.5
 
-    def __call__(self, instance: Instance, patch: str | None) -> Verdict:
-        return swr_verdict(run_sync(self.scorer.score, instance, patch, self.k), self.threshold)
+    async def __call__(self, instance: Instance, patch: str | None) -> Verdict:
+        return swr_verdict(await self.scorer.score(instance, patch, self.k), self.threshold)

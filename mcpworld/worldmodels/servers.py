@@ -8,22 +8,23 @@ from __future__ import annotations
 
 import contextlib
 import os
-from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 import mcp_types as types
-from jsonschema import Draft202012Validator
 from mcp.server.lowlevel.server import Server
+from pydantic import Field
 
 from mcpworld import __version__
+from mcpworld.core.episode_server import ToolBox, mount, running, text_result
 from mcpworld.core.security import Exposure
+from mcpworld.core.tools import Absent, tool
 from mcpworld.swe.instances import Instance
 from mcpworld.swe.shell import ExecResult, format_result
 from mcpworld.swe.workspace import WorkspaceError, WorkspacePool
-from mcpworld.worldmodels.context import Budget, build_swt_context
+from mcpworld.worldmodels.context import Budget, SWTContext, build_swt_context
 from mcpworld.worldmodels.grader import SWRGrader
 from mcpworld.worldmodels.llm_pool import ModelPool, parse_urls
 from mcpworld.worldmodels.repo import base_commit, patched_checkout
@@ -32,79 +33,99 @@ from mcpworld.worldmodels.swt import SWT, SimulatorError
 from mcpworld.worldmodels.vllm import SWR_NAME, SWT_NAME
 
 BASE_PATH = "/world-models"
-SIMULATE = types.Tool(
-    name="simulate",
-    description=("Predict what running a shell command prints in an SWE instance's repository, with an optional patch "
-                 "applied, without running it (SWT world model). Returns stdout, stderr and exit_code."),
-    input_schema={"type": "object", "properties": {
-        "instance_id": {"type": "string", "description": "The SWE instance whose repository the command runs in."},
-        "command": {"type": "string", "description": "The shell command, run in the repository root."},
-        "patch": {"type": "string", "description": "Unified diff applied to the base commit first (default none)."},
-    }, "required": ["instance_id", "command"], "additionalProperties": False},
-    annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
-)
-SCORE = types.Tool(
-    name="score",
-    description=("Judge a patch for an SWE instance without running tests (SWR world model): k samples of a "
-                 "pytest-style report and a 0/1 reward, averaged. An empty patch scores 0."),
-    input_schema={"type": "object", "properties": {
-        "instance_id": {"type": "string"},
-        "patch": {"type": "string", "description": "The candidate fix as a unified diff."},
-        "k": {"type": "integer", "minimum": 1, "maximum": 16, "description": f"Samples (default {DEFAULT_K})."},
-    }, "required": ["instance_id", "patch"], "additionalProperties": False},
-    annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
-)
+MAX_ARGUMENT_BYTES = 1024 * 1024
 
 
-def _text(text: str, *, error: bool = False, structured: dict[str, Any] | None = None) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=structured,
-                                is_error=error)
+class UnknownInstance(LookupError):
+    """The tool named an instance this server does not have; the message lists some it has."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
-class _OneTool(ABC):
-    """A lowlevel MCP server with one validated tool; subclasses implement `call`."""
+class ModelServer:
+    """A low-level MCP server whose tools are typed functions of the server itself (`mcpworld.core.tools`)."""
 
-    tool: types.Tool
     name: str
     title: str
     description: str
+    functions: list[Callable[..., Any]]
 
     def __init__(self, instances: list[Instance]):
         if not instances:
             raise ValueError("a world-model server needs at least one instance")
         self.instances = {i.instance_id: i for i in instances}
-        self._validator = Draft202012Validator(self.tool.input_schema)
+        self.toolbox = ToolBox(self.functions, max_argument_bytes=MAX_ARGUMENT_BYTES,
+                               expected=(UnknownInstance, WorkspaceError))
         self.server: Server[Any] = Server(
             f"io.mcpworld/{self.name}", version=__version__, title=self.title, description=self.description,
             instructions=self.description, on_list_tools=self._list_tools, on_call_tool=self._call_tool)
 
+    def instance(self, instance_id: str) -> Instance:
+        found = self.instances.get(instance_id)
+        if found is None:
+            known = ", ".join(sorted(self.instances)[:20])
+            raise UnknownInstance(f"unknown instance {instance_id!r}; known: {known}")
+        return found
+
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[self.tool])
+        return types.ListToolsResult(tools=self.toolbox.tools)
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        if params.name != self.tool.name:
-            return _text(f"unknown tool {params.name!r}; this server has {self.tool.name!r}", error=True)
-        arguments = params.arguments or {}
-        errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.path))
-        if errors:
-            return _text("; ".join(f"{'.'.join(map(str, e.path)) or 'arguments'}: {e.message}" for e in errors),
-                         error=True)
-        instance = self.instances.get(arguments["instance_id"])
-        if instance is None:
-            known = ", ".join(sorted(self.instances)[:20])
-            return _text(f"unknown instance {arguments['instance_id']!r}; known: {known}", error=True)
-        return await self.call(instance, arguments)
-
-    @abstractmethod
-    async def call(self, instance: Instance, arguments: dict[str, Any]) -> types.CallToolResult:
-        """Run the tool for `instance` with already validated arguments."""
+        call = self.toolbox.prepare(params)
+        if isinstance(call, types.CallToolResult):
+            return call
+        return await self.toolbox.run(call, self)
 
     def close(self) -> None:  # pragma: no cover - overridden
         pass
 
 
-class SWTServer(_OneTool):
-    tool = SIMULATE
+def _d(text: str) -> Any:
+    return Field(description=text)
+
+
+@tool(description="Predict what running a shell command prints in an SWE instance's repository, with an optional "
+                  "patch applied, without running it (SWT world model). Returns stdout, stderr and exit_code.")
+async def simulate(
+    model: SWTServer,
+    instance_id: Annotated[str, _d("The SWE instance whose repository the command runs in.")],
+    command: Annotated[str, _d("The shell command, run in the repository root.")],
+    patch: Annotated[str | Absent, _d("Unified diff applied to the base commit first (default none).")] = None,
+) -> types.CallToolResult:
+    """SWT's prediction from a throwaway checkout with `patch` applied; a model failure is a tool error."""
+    instance = model.instance(instance_id)
+    ctx = await anyio.to_thread.run_sync(model.context, instance, command, patch or "")
+    try:
+        p = await model.swt.predict(ctx)
+    except SimulatorError as exc:
+        return text_result(f"simulator failed: {exc}", error=True)
+    result = ExecResult(p.stdout, p.stderr, p.exit_code)
+    return text_result(format_result(result, 0), structured={"stdout": p.stdout, "stderr": p.stderr,
+                                                             "exit_code": p.exit_code})
+
+
+@tool(description="Judge a patch for an SWE instance without running tests (SWR world model): k samples of a "
+                  "pytest-style report and a 0/1 reward, averaged. An empty patch scores 0.")
+async def score(
+    model: SWRServer,
+    instance_id: str,
+    patch: Annotated[str, _d("The candidate fix as a unified diff.")],
+    k: Annotated[Annotated[int, Field(ge=1, le=16)] | Absent, _d(f"Samples (default {DEFAULT_K}).")] = None,
+) -> types.CallToolResult:
+    """SWR's mean reward over k samples; a result with no usable sample is a tool error that says so."""
+    result = await model.scorer.score(model.instance(instance_id), patch, k)
+    data = result.to_dict()
+    if result.score is None:
+        return text_result(f"SWR result invalid: none of the {result.invalid} samples was usable: "
+                           + "; ".join(result.errors)[:2000], error=True, structured=data)
+    text = (f"score {result.score:.3f} ({result.status}; {result.valid} valid, {result.invalid} invalid samples)"
+            + (f"\n\n{result.samples[0].test_report}" if result.samples else ""))
+    return text_result(text, structured=data)
+
+
+class SWTServer(ModelServer):
+    functions = [simulate]
     name = SWT_NAME
     title = "SWT (terminal world model)"
     description = "Predicts the output of shell commands in SWE repositories without running them."
@@ -116,7 +137,7 @@ class SWTServer(_OneTool):
         self._analysis: dict[str, str] = {}
         super().__init__(instances)
 
-    def context(self, instance: Instance, command: str, patch: str) -> Any:
+    def context(self, instance: Instance, command: str, patch: str) -> SWTContext:
         """Blocking: a checkout with `patch`, read for SWT's context, then removed."""
         with patched_checkout(instance, patch, self.pool) as ws:
             ctx = build_swt_context(instance, command, ws.root, base_commit(ws.root, instance),
@@ -125,26 +146,12 @@ class SWTServer(_OneTool):
             self._analysis.setdefault(instance.instance_id, ctx.analysis)  # computed once per instance
             return ctx
 
-    async def call(self, instance: Instance, arguments: dict[str, Any]) -> types.CallToolResult:
-        try:
-            ctx = await anyio.to_thread.run_sync(self.context, instance, arguments["command"],
-                                                 arguments.get("patch") or "")
-        except WorkspaceError as exc:
-            return _text(str(exc), error=True)
-        try:
-            p = await self.swt.predict(ctx)
-        except SimulatorError as exc:
-            return _text(f"simulator failed: {exc}", error=True)
-        result = ExecResult(p.stdout, p.stderr, p.exit_code)
-        return _text(format_result(result, 0), structured={"stdout": p.stdout, "stderr": p.stderr,
-                                                            "exit_code": p.exit_code})
-
     def close(self) -> None:
         self.pool.close_all()
 
 
-class SWRServer(_OneTool):
-    tool = SCORE
+class SWRServer(ModelServer):
+    functions = [score]
     name = SWR_NAME
     title = "SWR (reward world model)"
     description = "Scores patches for SWE instances like a test run would, without running tests."
@@ -152,19 +159,6 @@ class SWRServer(_OneTool):
     def __init__(self, scorer: SWRScorer):
         self.scorer = scorer
         super().__init__(list(scorer.instances.values()))
-
-    async def call(self, instance: Instance, arguments: dict[str, Any]) -> types.CallToolResult:
-        try:
-            result = await self.scorer.score(instance, arguments["patch"], arguments.get("k"))
-        except WorkspaceError as exc:
-            return _text(str(exc), error=True)
-        data = result.to_dict()
-        if result.score is None:
-            return _text(f"SWR result invalid: none of the {result.invalid} samples was usable: "
-                         + "; ".join(result.errors)[:2000], error=True, structured=data)
-        text = (f"score {result.score:.3f} ({result.status}; {result.valid} valid, {result.invalid} invalid samples)"
-                + (f"\n\n{result.samples[0].test_report}" if result.samples else ""))
-        return _text(text, structured=data)
 
     def close(self) -> None:
         self.scorer.close()
@@ -247,10 +241,7 @@ class MountedWorldModel:
 
     def routes(self, host: str = "127.0.0.1", exposure: Exposure | None = None) -> list[Any]:
         """The Mount at /world-models/<name>/mcp; beyond loopback it needs the registry token (core.security)."""
-        from starlette.routing import Mount
-
-        exposure = exposure or Exposure.of(host)
-        return [Mount(f"{BASE_PATH}/{self.name}", app=exposure.mcp_app(self.server))]
+        return [mount(f"{BASE_PATH}/{self.name}", self.server, exposure or Exposure.of(host))]
 
 
 def build_swt_server(config: WorldModelConfig, instances: list[Instance] | None = None) -> SWTServer | None:
@@ -287,14 +278,8 @@ def world_model_servers(config: WorldModelConfig | None = None) -> list[MountedW
 @contextlib.asynccontextmanager
 async def running_world_models(mounted: list[MountedWorldModel]) -> AsyncIterator[None]:
     """Run each mounted server's HTTP session manager (inside the app's lifespan); clean up on the way out."""
-    try:
-        async with contextlib.AsyncExitStack() as stack:
-            for m in mounted:
-                await stack.enter_async_context(m.server.session_manager.run())
-            yield
-    finally:
-        for m in mounted:
-            await anyio.to_thread.run_sync(m.closer)
+    async with running([m.server for m in mounted], [m.closer for m in mounted]):
+        yield
 
 
 def swr_grader(config: WorldModelConfig, instances: list[Instance]) -> SWRGrader | None:

@@ -24,9 +24,10 @@ from sqlalchemy.pool import StaticPool
 from sqlmodel import Session
 
 from mcpworld.core.models import Check, TaskInfo, ToolCall, Verdict
+from mcpworld.core.tools import ArgumentError, ToolSpec, build_tool, to_jsonable
+from mcpworld.core.workers import id_tag
 from mcpworld.worlds.diff import Row, StateDiff, TableDiff, diff_rows, row_key
 from mcpworld.worlds.reference import Canonical, canonical, reference_check
-from mcpworld.worlds.tools import ArgumentError, ToolSpec, build_tool, to_jsonable
 from mcpworld.worlds.world import Outcome, Task, ToolError, World
 
 if TYPE_CHECKING:
@@ -230,7 +231,7 @@ class WorldRuntime:
         template = self.template(task)
         conn = self.open_connection(template.data)
         return Episode(
-            id="e-" + secrets.token_hex(8),
+            id="e-" + id_tag() + secrets.token_hex(8),  # the tag names the worker process (--workers)
             task=task,
             seed=seed,
             template=template,

@@ -7,9 +7,7 @@ control plane is the `io.mcpworld/episode` extension (methods in `mcpworld.core.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
-import weakref
 from typing import Any
 
 import mcp_types as types
@@ -17,6 +15,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
 from mcpworld.core import protocol as p
+from mcpworld.core.episode_server import argument_size_error, connection_key, text_result, value_result
 from mcpworld.core.serving import CallTimeout, blocking_timeout, call_blocking
 from mcpworld.worlds.episodes import EpisodeError, EpisodeLimits, EpisodeManager
 from mcpworld.worlds.runtime import Episode, UnknownTask, WorldRuntime
@@ -61,39 +60,6 @@ _HANDLE_SCHEMA = {
     "description": "Your episode's handle (returned by this world's tools, or by start_task): pass it on every call "
     "to keep working in the same episode; omit it once to start a fresh one.",
 }
-_connection_keys: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
-_connection_ids = itertools.count(1)
-
-
-def connection_key(ctx: Any) -> str | None:
-    """Which default episode a plain client gets, or None when the request belongs to no connection.
-
-    A 2025-11-25 HTTP client has its session; a stream (stdio, a legacy in-memory connection) is one client for
-    as long as it is open; an in-process 2026-07-28 client is its process. A sessionless (2026-07-28) HTTP
-    request has no connection at all: its episode travels as a handle (`HANDLE_ARGUMENT`).
-    """
-    request = getattr(ctx, "request", None)
-    headers = getattr(request, "headers", None)
-    session_id = headers.get("mcp-session-id") if headers is not None else None
-    connection = getattr(getattr(ctx, "session", None), "_connection", None)
-    session_id = session_id or getattr(connection, "session_id", None)
-    if session_id:
-        return f"session:{session_id}"
-    if request is not None:
-        return None  # sessionless HTTP: nothing tells two clients apart
-    if connection is None or not getattr(connection, "has_standalone_channel", False):
-        return "process"  # in-process (a Server handed to mcp.Client) at 2026-07-28: the embedding process's own
-    # A 2026-07-28 stream makes a Connection per request, but every request shares the stream's outbound channel.
-    stream = getattr(connection, "outbound", None) or connection
-    try:
-        key = _connection_keys.get(stream)
-        if key is None:
-            key = _connection_keys[stream] = f"connection:{next(_connection_ids)}"
-    except TypeError:  # not weak-referenceable: key it by identity for its lifetime
-        key = f"connection:id-{id(stream)}"
-    return key
-
-
 def _with_handle(tool: types.Tool) -> types.Tool:
     """The tool as a sessionless client sees it: an optional `episode` handle among its arguments."""
     schema = dict(tool.input_schema or {"type": "object"})
@@ -103,14 +69,6 @@ def _with_handle(tool: types.Tool) -> types.Tool:
     properties[HANDLE_ARGUMENT] = _HANDLE_SCHEMA
     schema["properties"] = properties
     return tool.model_copy(update={"input_schema": schema})
-
-
-def _text_result(value: Any, *, error: bool = False) -> types.CallToolResult:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    structured = None if error else (value if isinstance(value, dict) else {"result": value})
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)], structured_content=structured, is_error=error
-    )
 
 
 def _bad_params(message: str, data: Any = None) -> MCPError:
@@ -190,12 +148,12 @@ class WorldServer:
                 meta[p.EPISODE_META_KEY] = str(handle)
             elif not interactive and connection_key(ctx) is None:
                 if params.name not in self._domain:
-                    return _text_result(f"unknown tool {params.name!r}; available: {', '.join(sorted(self._domain))}",
+                    return text_result(f"unknown tool {params.name!r}; available: {', '.join(sorted(self._domain))}",
                                         error=True)
                 try:
                     minted = self.episodes.start(None, implicit=True)
                 except EpisodeError as exc:
-                    return _text_result(str(exc), error=True)
+                    return text_result(str(exc), error=True)
                 meta[p.EPISODE_META_KEY] = minted.id
         ctx = dataclasses.replace(ctx, meta=meta)
         params = params.model_copy(update={"arguments": arguments})
@@ -210,9 +168,12 @@ class WorldServer:
         return result
 
     def _declares_handle(self, tool: str) -> bool:
-        spec = self.runtime.tools.get(tool)
-        properties = (spec.input_schema or {}).get("properties") or {} if spec is not None else {}
-        return HANDLE_ARGUMENT in properties
+        declared = self.__dict__.get("_handle_declared")
+        if declared is None:  # once: a tool's schema is built by pydantic, far too slow to redo per call
+            declared = self._handle_declared = {
+                name for name, spec in self.runtime.tools.items()
+                if HANDLE_ARGUMENT in ((spec.input_schema or {}).get("properties") or {})}
+        return tool in declared
 
     # -- tools -----------------------------------------------------------------------------------------
 
@@ -225,17 +186,15 @@ class WorldServer:
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = params.arguments or {}
-        size = len(json.dumps(arguments, default=str))
-        if size > MAX_ARGUMENT_BYTES:
-            return _text_result(
-                f"arguments too large: {size} bytes (max {MAX_ARGUMENT_BYTES}); send less text", error=True
-            )
+        refused = argument_size_error(arguments, MAX_ARGUMENT_BYTES)
+        if refused is not None:
+            return refused
         try:
             if self.interactive and params.name in ("start_task", "check_task"):
                 return self._interactive(ctx, params.name, arguments)
             episode = self._episode(ctx)
         except EpisodeError as exc:
-            return _text_result(str(exc), error=True)
+            return text_result(str(exc), error=True)
         timeout = blocking_timeout(getattr(self.runtime.tools.get(params.name), "fn", None))
         if timeout is None:  # a plain in-process tool: called right here, the fast path
             result = self.runtime.call(episode, params.name, arguments)
@@ -244,11 +203,11 @@ class WorldServer:
                 result = await call_blocking(lambda: self.runtime.call(episode, params.name, arguments), timeout,
                                              key=episode)
             except CallTimeout as exc:
-                return _text_result(f"tool {params.name!r} timed out: {exc}; its changes were discarded, and the "
+                return text_result(f"tool {params.name!r} timed out: {exc}; its changes were discarded, and the "
                                     "episode is as it was before the call", error=True)
         if result.error is not None:
-            return _text_result(result.error, error=True)
-        return _text_result(result.value)
+            return text_result(result.error, error=True)
+        return value_result(result.value)
 
     def _interactive(self, ctx: Any, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         """`start_task` / `check_task`: a person's (or a model's) episode, named by the handle start_task returns.
@@ -261,7 +220,7 @@ class WorldServer:
         if name == "start_task":
             task_id = arguments.get("task_id")
             if not isinstance(task_id, str):
-                return _text_result("start_task needs task_id (a string); list the prompts to see task ids",
+                return text_result("start_task needs task_id (a string); list the prompts to see task ids",
                                     error=True)
             seed = int(arguments.get("seed") or 0)
             try:
@@ -272,10 +231,10 @@ class WorldServer:
                     if handle is not None:
                         self.episodes.close(str(handle))  # the episode this one replaces
             except UnknownTask as exc:
-                return _text_result(f"{exc}; known tasks: {', '.join(self.runtime.tasks)}", error=True)
+                return text_result(f"{exc}; known tasks: {', '.join(self.runtime.tasks)}", error=True)
             except EpisodeError as exc:
-                return _text_result(str(exc), error=True)
-            return _text_result({"episode": episode.id, "task": task_id,
+                return text_result(str(exc), error=True)
+            return value_result({"episode": episode.id, "task": task_id,
                                  "instruction": episode.task.instruction,  # type: ignore[union-attr]
                                  "note": f"pass \"{HANDLE_ARGUMENT}\": \"{episode.id}\" to check_task and to "
                                          "every tool call for this task"})
@@ -285,14 +244,14 @@ class WorldServer:
             elif key is not None:
                 episode = self.episodes.default(key)
             else:
-                return _text_result(f"check_task needs the `{HANDLE_ARGUMENT}` handle start_task returned "
+                return text_result(f"check_task needs the `{HANDLE_ARGUMENT}` handle start_task returned "
                                     "(this connection has no session to remember it)", error=True)
         except EpisodeError as exc:
-            return _text_result(str(exc), error=True)
+            return text_result(str(exc), error=True)
         if episode.task is None:
-            return _text_result("no task started: call start_task first", error=True)
+            return text_result("no task started: call start_task first", error=True)
         verdict = self.runtime.verify(episode, arguments.get("answer"))
-        return _text_result(verdict.model_dump())
+        return value_result(verdict.model_dump())
 
     # -- prompts and resources -------------------------------------------------------------------------
 

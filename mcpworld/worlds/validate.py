@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from mcpworld.core.models import Check, Verdict
+from mcpworld.core.tools import ArgumentError, build_tool
 from mcpworld.worlds.loader import WorldLoadError, load_world
 from mcpworld.worlds.runtime import CallResult, Episode, WorldRuntime
-from mcpworld.worlds.tools import ArgumentError, build_tool
 from mcpworld.worlds.world import Task, World
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{1,62}$")

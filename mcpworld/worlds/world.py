@@ -17,6 +17,7 @@ from sqlalchemy.orm import registry as sa_registry
 from sqlmodel import Session, SQLModel
 
 from mcpworld.core.models import Check, ToolCall, Verdict
+from mcpworld.core.tools import tool
 
 if TYPE_CHECKING:
     from mcpworld.worlds.answers import AnswerPart
@@ -69,45 +70,6 @@ class ToolError(Exception):
 def not_found(kind: str, key: Any) -> ToolError:
     """The error for a missing record, worded the same way in every world."""
     return ToolError(f"{kind} {key!r} not found")
-
-
-@dataclass(frozen=True)
-class ToolMeta:
-    """What the `tool` decorator records about a function."""
-
-    name: str
-    writes: bool
-    destructive: bool
-    idempotent: bool
-    title: str | None = None
-
-
-def tool(
-    fn: Callable[..., Any] | None = None,
-    *,
-    writes: bool = False,
-    destructive: bool | None = None,
-    idempotent: bool | None = None,
-    name: str | None = None,
-    title: str | None = None,
-) -> Any:
-    """Mark a function as a world tool.
-
-    `writes=False` advertises readOnlyHint; a writing tool is destructive unless said otherwise (the MCP
-    default), and idempotent only when declared.
-    """
-
-    def mark(f: Callable[..., Any]) -> Callable[..., Any]:
-        f.__mcpworld_tool__ = ToolMeta(  # type: ignore[attr-defined]
-            name=name or f.__name__,
-            writes=writes,
-            destructive=writes if destructive is None else destructive,
-            idempotent=(not writes) if idempotent is None else idempotent,
-            title=title,
-        )
-        return f
-
-    return mark(fn) if fn is not None else mark
 
 
 def fetch(db: Session, model: type[T], key: Any, kind: str | None = None) -> T:

@@ -1,0 +1,380 @@
+"""The episode-server kernel: what the world, SWE and world-model MCP servers share, written once.
+
+- `EpisodeTable`: live episodes by id, a default episode per connection for clients that send no id, a cap on how
+  many are alive (slots reserved while a slow start runs), idle eviction, and freeing a closed session's episode.
+- `connection_key`: which connection (HTTP session, stream, process) a request belongs to.
+- `ToolBox`: a server's typed tools (`mcpworld.core.tools`) listed, checked (size, schema) and run, every outcome a
+  tool result: an unexpected exception is an `isError` result that says what happened, never a JSON-RPC error.
+- `text_result` / `value_result` / `argument_size_error`: the result helpers and the argument-size guard.
+- Hosting: `mount` serves a low-level `Server` over Streamable HTTP under a path (freeing a session's episode as
+  soon as the client deletes it), `running` runs mounted servers' session managers inside an app's lifespan.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import itertools
+import json
+import logging
+import threading
+import time
+import weakref
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+
+from mcpworld.core.tools import ArgumentError, ToolSpec, build_tool
+
+logger = logging.getLogger(__name__)
+
+# -- results -------------------------------------------------------------------------------------------------------
+
+
+def text_result(text: str, *, error: bool = False, structured: dict[str, Any] | None = None) -> types.CallToolResult:
+    """One text block (and optional structured content) as a tool result."""
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=structured,
+                                is_error=error)
+
+
+def value_result(value: Any) -> types.CallToolResult:
+    """A tool's return value: text as it is, anything else as JSON; structured content always an object."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text_result(text, structured=value if isinstance(value, dict) else {"result": value})
+
+
+def argument_size_error(arguments: dict[str, Any], limit: int) -> types.CallToolResult | None:
+    """The refusal of arguments over `limit` bytes of JSON (checked before anything parses them), else None."""
+    size = len(json.dumps(arguments, default=str))
+    if size <= limit:
+        return None
+    return text_result(f"arguments too large: {size} bytes (max {limit}); send less text", error=True)
+
+
+def unexpected_error(what: str, exc: BaseException) -> str:
+    """What a client is told about a failure that is the server's fault (the traceback goes to the log)."""
+    logger.error("%s failed unexpectedly", what, exc_info=exc)
+    return (f"{what} failed unexpectedly: {type(exc).__name__}: {exc}. This is a fault of the server, not of "
+            "the request; nothing else was changed, so you may retry or report it.")
+
+
+# -- connections ---------------------------------------------------------------------------------------------------
+
+_connection_keys: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+_connection_ids = itertools.count(1)
+
+
+def connection_key(ctx: Any) -> str | None:
+    """Which default episode a plain client gets, or None when the request belongs to no connection.
+
+    A 2025-11-25 HTTP client has its session; a stream (stdio, a legacy in-memory connection) is one client for
+    as long as it is open; an in-process 2026-07-28 client is its process. A sessionless (2026-07-28) HTTP
+    request has no connection at all: nothing tells two such clients apart.
+    """
+    request = getattr(ctx, "request", None)
+    headers = getattr(request, "headers", None)
+    session_id = headers.get("mcp-session-id") if headers is not None else None
+    connection = getattr(getattr(ctx, "session", None), "_connection", None)
+    session_id = session_id or getattr(connection, "session_id", None)
+    if session_id:
+        return session_key(session_id)
+    if request is not None:
+        return None  # sessionless HTTP: nothing tells two clients apart
+    if connection is None or not getattr(connection, "has_standalone_channel", False):
+        return "process"  # in-process (a Server handed to mcp.Client) at 2026-07-28: the embedding process's own
+    # A 2026-07-28 stream makes a Connection per request, but every request shares the stream's outbound channel.
+    stream = getattr(connection, "outbound", None) or connection
+    try:
+        key = _connection_keys.get(stream)
+        if key is None:
+            key = _connection_keys[stream] = f"connection:{next(_connection_ids)}"
+    except TypeError:  # not weak-referenceable: key it by identity for its lifetime
+        key = f"connection:id-{id(stream)}"
+    return key
+
+
+def session_key(session_id: str) -> str:
+    """The connection key of an HTTP session (what `connection_key` returns for its requests)."""
+    return f"session:{session_id}"
+
+
+# -- the episode table ---------------------------------------------------------------------------------------------
+
+
+class EpisodeError(LookupError):
+    """An episode could not be found or started; the message says what to do."""
+
+
+@dataclass
+class EpisodeLimits:
+    ttl_s: float = 1800.0
+    max_episodes: int = 4096
+
+
+class LiveEpisode(Protocol):
+    id: str
+    last_used: float
+
+
+E = TypeVar("E", bound=LiveEpisode)
+
+
+class EpisodeTable(Generic[E]):
+    """Every live episode of one server. `open(task, seed)` makes one (it may be slow: the slot is reserved
+    first, so concurrent starts never overshoot the cap); `close(episode)` frees what it holds; `busy(episode)`
+    says it is serving a call (then idling never evicts it). Idle episodes are evicted lazily, when touched.
+    Thread-safe: the SWE server starts and closes episodes in worker threads."""
+
+    def __init__(self, open: Callable[[str | None, int], E], close: Callable[[E], None],
+                 limits: EpisodeLimits | None = None, busy: Callable[[E], bool] | None = None):
+        self._open, self._close, self._busy = open, close, busy
+        self.limits = limits or EpisodeLimits()
+        self._live: dict[str, E] = {}
+        self._defaults: dict[str, str] = {}  # connection key -> episode id, for clients that send no id
+        # Episodes minted for sessionless plain clients (their handle is all that names them): when the cap is
+        # reached, the least recently used of these makes room before a new episode is refused.
+        self._implicit: set[str] = set()
+        self._starting = 0
+        self._shut = False
+        self._lock = threading.RLock()
+        self._last_sweep = time.monotonic()
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def start(self, task: str | None, seed: int = 0, *, implicit: bool = False) -> E:
+        """A fresh episode. `implicit`: minted for a plain client by handle, and evictable when the cap is hit."""
+        self.sweep()
+        self._reserve()
+        try:
+            episode = self._open(task, seed)
+        except BaseException:
+            with self._lock:
+                self._starting -= 1
+            raise
+        with self._lock:
+            self._starting -= 1
+            shut = self._shut
+            if not shut:
+                self._live[episode.id] = episode
+                if implicit:
+                    self._implicit.add(episode.id)
+        if shut:  # shut down while it was starting: do not leak what it holds
+            self._close(episode)
+            raise EpisodeError("the server is shutting down")
+        return episode
+
+    def _reserve(self) -> None:
+        with self._lock:
+            if self._shut:
+                raise EpisodeError("the server is shutting down")
+            if len(self._live) + self._starting >= self.limits.max_episodes and self._implicit:
+                oldest = min(self._implicit, key=lambda eid: getattr(self._live.get(eid), "last_used", 0.0))
+                self.close(oldest)
+            live = len(self._live) + self._starting
+            if live >= self.limits.max_episodes:
+                counting = ", counting starts in progress" if self._starting else ""
+                raise EpisodeError(f"too many live episodes ({live} of max {self.limits.max_episodes}{counting}); "
+                                   "close finished episodes or raise --max-episodes")
+            self._starting += 1
+
+    def get(self, episode_id: str) -> E:
+        self.sweep()
+        episode = self._live.get(episode_id)
+        if episode is None:
+            raise EpisodeError(
+                f"unknown episode {episode_id!r}: it was closed, expired after {self.limits.ttl_s:g}s idle, "
+                "or never existed; start a new one"
+            )
+        episode.last_used = time.monotonic()
+        return episode
+
+    def default(self, connection: str) -> E:
+        """The episode for a client that sends no episode id: one per connection, made on first use."""
+        episode_id = self._defaults.get(connection)
+        if episode_id is not None and episode_id in self._live:
+            return self.get(episode_id)
+        episode = self.start(None)
+        with self._lock:
+            raced = self._defaults.get(connection)
+            if raced is not None and raced in self._live:  # another call made it meanwhile: keep one
+                other = self._live[raced]
+            else:
+                self._defaults[connection], other = episode.id, episode
+        if other is not episode:
+            self.close(episode.id)
+        return other
+
+    def default_id(self, connection: str) -> str | None:
+        """The id of this connection's default episode, if it has a live one."""
+        episode_id = self._defaults.get(connection)
+        return episode_id if episode_id in self._live else None
+
+    def replace_default(self, connection: str, task: str | None, seed: int = 0) -> E:
+        """Start a task as this connection's default episode (the interactive `start_task` tool)."""
+        old = self._defaults.pop(connection, None)
+        if old is not None:
+            self.close(old)
+        episode = self.start(task, seed)
+        self._defaults[connection] = episode.id
+        return episode
+
+    def close(self, episode_id: str) -> bool:
+        with self._lock:
+            episode = self._live.pop(episode_id, None)
+            self._implicit.discard(episode_id)
+        if episode is None:
+            return False
+        self._close(episode)
+        return True
+
+    def close_connection(self, connection: str) -> bool:
+        """The connection ended (an HTTP session was deleted): close its default episode now, not at the TTL."""
+        with self._lock:
+            episode_id = self._defaults.pop(connection, None)
+        return self.close(episode_id) if episode_id is not None else False
+
+    def sweep(self) -> int:
+        """Evict episodes idle longer than the TTL; cheap enough to call on every request."""
+        now = time.monotonic()
+        if now - self._last_sweep < min(1.0, self.limits.ttl_s / 2):
+            return 0
+        self._last_sweep = now
+        expired = [eid for eid, e in list(self._live.items()) if now - e.last_used > self.limits.ttl_s
+                   and not (self._busy is not None and self._busy(e))]
+        for eid in expired:
+            self.close(eid)
+        return len(expired)
+
+    def close_all(self) -> None:
+        for eid in list(self._live):
+            self.close(eid)
+
+    def shutdown(self) -> None:
+        """Close every episode and refuse new ones (server shutdown)."""
+        with self._lock:
+            self._shut = True
+        self.close_all()
+
+
+# -- typed tools ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PreparedCall:
+    """A tool call whose name and arguments passed the checks: run it with `ToolBox.run`."""
+
+    spec: ToolSpec
+    arguments: dict[str, Any]
+
+
+class ToolBox:
+    """A server's typed tools: their MCP listing, the checks before a call, and the call turned into a result.
+
+    A tool returns text, a JSON-able value, or a `CallToolResult`; an exception of one of the `expected` types
+    is a tool error with its message; any other exception is a tool error saying what happened (and is logged).
+    """
+
+    def __init__(self, functions: Iterable[Callable[..., Any]], *, max_argument_bytes: int,
+                 expected: Sequence[type[Exception]] = ()):
+        self.specs = {spec.name: spec for spec in map(build_tool, functions)}
+        self.tools = [spec.mcp_tool() for spec in self.specs.values()]
+        self.max_argument_bytes = max_argument_bytes
+        self.expected = tuple(expected)
+
+    def prepare(self, params: types.CallToolRequestParams) -> PreparedCall | types.CallToolResult:
+        """The checked call, or the error result for an unknown tool, oversized or invalid arguments."""
+        spec = self.specs.get(params.name)
+        if spec is None:
+            return text_result(f"unknown tool {params.name!r}; available: {', '.join(self.specs)}", error=True)
+        arguments = params.arguments or {}
+        refused = argument_size_error(arguments, self.max_argument_bytes)
+        if refused is not None:
+            return refused
+        try:
+            return PreparedCall(spec, spec.parse(arguments))
+        except ArgumentError as exc:
+            return text_result(str(exc), error=True)
+
+    async def run(self, call: PreparedCall, context: Any) -> types.CallToolResult:
+        """Run an async tool on the loop, a sync one in a worker thread (it may block); every outcome a result."""
+        try:
+            if inspect.iscoroutinefunction(call.spec.fn):
+                value = await call.spec.fn(context, **call.arguments)
+            else:
+                value = await anyio.to_thread.run_sync(lambda: call.spec.fn(context, **call.arguments))
+        except Exception as exc:
+            return self.failure(call.spec.name, exc)
+        return as_result(value)
+
+    def failure(self, tool: str, exc: Exception) -> types.CallToolResult:
+        """A tool error result for `exc`: its message when expected, else what went wrong (and logged)."""
+        if isinstance(exc, self.expected):
+            return text_result(str(exc), error=True)
+        return text_result(unexpected_error(f"tool {tool!r}", exc), error=True)
+
+
+def as_result(value: Any) -> types.CallToolResult:
+    """A tool function's return value as a tool result."""
+    return value if isinstance(value, types.CallToolResult) else value_result(value)
+
+
+# -- hosting -------------------------------------------------------------------------------------------------------
+
+
+class SessionEnd:
+    """ASGI wrapper: once a client's DELETE of its HTTP session is answered, `on_end(connection key)` runs.
+
+    So a closed session frees its default episode (and a SWE workspace) at once instead of at the idle TTL.
+    """
+
+    def __init__(self, app: Any, on_end: Callable[[str], Any]):
+        self.app, self.on_end = app, on_end
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http" or scope.get("method") != "DELETE":
+            await self.app(scope, receive, send)
+            return
+        session_id = next((v.decode("latin-1") for k, v in scope.get("headers") or []
+                           if k.lower() == b"mcp-session-id"), None)
+        status: list[int] = []
+
+        async def watch(message: Any) -> None:
+            if message.get("type") == "http.response.start":
+                status.append(int(message.get("status", 0)))
+            await send(message)
+
+        await self.app(scope, receive, watch)
+        if session_id and status and status[0] < 400:
+            try:
+                result = self.on_end(session_key(session_id))
+                if inspect.isawaitable(result):
+                    await result
+            except Exception as exc:  # the DELETE was answered; a failed cleanup is logged, the TTL still holds
+                unexpected_error(f"freeing session {session_id[:16]}", exc)
+
+
+def mount(prefix: str, server: Any, exposure: Any, on_session_end: Callable[[str], Any] | None = None) -> Any:
+    """A Starlette Mount serving `server` over Streamable HTTP at `{prefix}/mcp`, guarded by `exposure`
+    (`mcpworld.core.security.Exposure`). Run `running([server])` in the app's lifespan."""
+    from starlette.routing import Mount
+
+    app = exposure.mcp_app(server)
+    return Mount(prefix, app=SessionEnd(app, on_session_end) if on_session_end is not None else app)
+
+
+@contextlib.asynccontextmanager
+async def running(servers: Iterable[Any], closers: Iterable[Callable[[], None]] = ()) -> AsyncIterator[None]:
+    """Run the mounted servers' HTTP session managers; on the way out run each closer in a worker thread."""
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            for server in servers:
+                await stack.enter_async_context(server.session_manager.run())
+            yield
+    finally:
+        for closer in closers:
+            await anyio.to_thread.run_sync(closer)
