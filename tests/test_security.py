@@ -32,7 +32,7 @@ from mcpworld.core.testing import free_port, mcpworld_cmd, wait_http
 from mcpworld.registry.api import create_app
 from mcpworld.registry.connect import ConnectError, bearer_for, connect
 from mcpworld.registry.health import check_record
-from mcpworld.registry.records import MAX_RECORD_BYTES, RecordError, local_record, validate_record
+from mcpworld.registry.records import MAX_RECORD_BYTES, RecordError, health_of, local_record, validate_record
 from mcpworld.registry.store import RegistryStore
 from mcpworld.swe.builder import build_instances
 from mcpworld.swe.grading import grade, reset_test_files
@@ -152,7 +152,7 @@ async def test_exposed_up_guards_worlds_swe_and_world_models(exposed_up: str, mo
     def health() -> dict[str, str] | None:
         got = {}
         for s in httpx.get(base + "/v0/servers").json()["servers"]:
-            got[s["server"]["name"]] = (s["server"]["_meta"]["io.mcpworld/server"].get("health") or {}).get("status")
+            got[s["server"]["name"]] = health_of(s).get("status")
         return got if all(v == "up" for v in got.values()) and len(got) == 3 else None
 
     assert wait_until(health, what="every record healthy") == {

@@ -6,6 +6,7 @@ are written as infra_error with no reward, and `--resume` plays exactly those ag
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import anyio
@@ -16,6 +17,17 @@ from mcpworld.agent.loop import EpisodeConfig
 from mcpworld.agent.policies import POLICIES
 
 LOST_EXIT = 3  # episodes were lost to infrastructure errors: rerun with --resume
+
+
+def default_output(server: str, policy: str) -> Path:
+    """A new trajectory file under $MCPWORLD_HOME/runs, named for the server, the policy and the time."""
+    from datetime import datetime, timezone
+
+    from mcpworld.core.paths import runs_dir
+
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", server.removeprefix("io.mcpworld/")).strip("-")[:60] or "server"
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-%f")
+    return runs_dir() / f"{slug}-{policy}-{stamp}.jsonl"
 
 
 @click.command("run")
@@ -38,20 +50,23 @@ LOST_EXIT = 3  # episodes were lost to infrastructure errors: rerun with --resum
 @click.option("--turn-timeout", default=120.0, show_default=True, help="Seconds per policy turn.")
 @click.option("--history", type=int, default=None, help="Keep only the last K turns in the model's context.")
 @click.option("--seed", default=0, show_default=True)
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("trajectories.jsonl"),
-              show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Trajectory file (JSONL, appended). Default: a new file "
+                   "$MCPWORLD_HOME/runs/SERVER-POLICY-TIME.jsonl (~/.mcpworld/runs/...), named in the summary.")
 @click.option("--resume", is_flag=True,
-              help="Skip (task, sample) pairs already in --output; pairs lost to infrastructure errors are replayed.")
+              help="Skip (task, sample) pairs already in --output (required with it); pairs lost to infrastructure "
+                   "errors are replayed.")
 @click.option("--retries", default=3, show_default=True,
               help="Tries after the first for an episode lost to an infrastructure error (server gone, connection "
                    "broken, request timed out), each on a fresh connection and episode.")
 @click.option("--retry-backoff", default=1.0, show_default=True,
               help="Seconds before the first retry; doubles each retry (at most 30).")
-@click.option("--registry", default=None, help="Registry base URL (default: $MCPWORLD_REGISTRY or :8765).")
+@click.option("--registry", default=None,
+              help="Registry base URL (default: $MCPWORLD_REGISTRY, else the running `mcpworld up`, else :8765).")
 def run_command(server: str, task_ids: tuple[str, ...], split: str | None, policy: str, model: str | None,
                 base_url: str | None, fmt: str, temperature: float | None, replay_file: Path | None, samples: int,
                 concurrency: int, max_turns: int, turn_timeout: float, history: int | None, seed: int,
-                output: Path, resume: bool, retries: int, retry_backoff: float, registry: str | None) -> None:
+                output: Path | None, resume: bool, retries: int, retry_backoff: float, registry: str | None) -> None:
     """Run episodes and record trajectories (JSONL, one episode per line).
 
     Exits 3 when episodes were lost to infrastructure errors (no reward is given for them); rerun with
@@ -79,6 +94,8 @@ def run_command(server: str, task_ids: tuple[str, ...], split: str | None, polic
 
     if policy == "replay" and replay_file is None:
         raise click.UsageError("--policy replay needs --replay-file")
+    if resume and output is None:
+        raise click.UsageError("--resume needs -o/--output: the trajectory file to resume")
     if policy == "openai" and not (model and base_url):
         raise click.UsageError("--policy openai needs --model and --base-url (or MCPWORLD_MODEL / OPENAI_BASE_URL)")
     try:
@@ -91,6 +108,7 @@ def run_command(server: str, task_ids: tuple[str, ...], split: str | None, polic
         if missing:
             raise click.ClickException(f"unknown task(s) on {server}: {', '.join(missing)}")
         tasks = [t for t in tasks if t.id in task_ids]
+    output = output or default_output(server, policy)
     spec = RunSpec(server=server, tasks=tasks, samples=samples, concurrency=concurrency, seed=seed, output=output,
                    resume=resume, registry=registry, retries=retries, backoff_s=retry_backoff,
                    config=EpisodeConfig(max_turns=max_turns, turn_timeout_s=turn_timeout, history_turns=history))
@@ -109,6 +127,8 @@ def run_command(server: str, task_ids: tuple[str, ...], split: str | None, polic
     for k, v in summary.rows():
         table.add_row(k, v)
     Console().print(table)
+    click.echo(f"trajectories: {output}")  # whole, on its own line: a table title may be cut to the terminal's width
     if (lost := summary.lost_message()) is not None:
         click.echo(f"error: {lost}", err=True)
+        click.echo(f"  the same command with: --resume -o {output}", err=True)
         raise SystemExit(LOST_EXIT)

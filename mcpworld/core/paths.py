@@ -34,3 +34,33 @@ def registry_token(given: str | None = None) -> tuple[str, bool]:
     path.write_text(token)
     path.chmod(0o600)
     return token, True
+
+
+def up_state_file() -> Path:
+    """Where a running `mcpworld up` records its pid and URL (so clients find it on any --port)."""
+    return home() / "up.json"
+
+
+def running_up_url() -> str | None:
+    """The URL of the `mcpworld up` running for this MCPWORLD_HOME, if its process is alive; else None."""
+    import json
+
+    try:
+        state = json.loads(up_state_file().read_text())
+        pid, url = int(state["pid"]), str(state["url"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None  # a stale file from an `up` that was killed
+    except PermissionError:
+        pass  # alive, another user's
+    return url.rstrip("/")
+
+
+def runs_dir() -> Path:
+    """Where `mcpworld run` writes trajectories when no --output is given: $MCPWORLD_HOME/runs."""
+    path = home() / "runs"
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -177,7 +177,7 @@ class ExposureMiddleware:
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008, "reason": message[:120]})
             return
-        body = json.dumps({"error": message, "detail": message}).encode()
+        body = json.dumps({"error": message, "status": status}).encode()  # the registry API's one error shape
         response_headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
         if status == 401:
             response_headers.append((b"www-authenticate", b'Bearer realm="mcpworld"'))

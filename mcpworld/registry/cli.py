@@ -12,7 +12,8 @@ import httpx
 from mcpworld.registry.connect import registry_url
 
 registry_option = click.option("--registry", "registry", default=None,
-                               help="Registry base URL (default: $MCPWORLD_REGISTRY or http://127.0.0.1:8765).")
+                               help="Registry base URL (default: $MCPWORLD_REGISTRY, else the running `mcpworld up` "
+                                    "whatever its --port, else http://127.0.0.1:8765).")
 allow_host_option = click.option(
     "--allow-host", "allow_hosts", multiple=True, metavar="NAME",
     help="With a non-local --host: one more name clients use for this machine (e.g. its IP or a DNS alias), "
@@ -20,26 +21,40 @@ allow_host_option = click.option(
          "'*' accepts any). The first one names the server in registered URLs when bound to 0.0.0.0.")
 
 
-def _get(registry: str | None, path: str, **params: object) -> dict:
-    base = registry or registry_url()
+def error_message(response: httpx.Response) -> str:
+    """The registry's own words for a failed request (its `error` field), else the body."""
     try:
-        response = httpx.get(base + path, params={k: v for k, v in params.items() if v is not None}, timeout=30)
-    except httpx.HTTPError as exc:
-        raise click.ClickException(f"registry at {base} is unreachable ({type(exc).__name__}): is `mcpworld up` "
-                                   "running? Or pass --registry") from None
-    if response.status_code >= 400:
-        raise click.ClickException(f"{response.status_code}: {response.json().get('detail', response.text)}")
-    return response.json()
+        body = response.json()
+    except ValueError:
+        return response.text[:300]
+    message = body.get("error") or body.get("detail") if isinstance(body, dict) else None
+    return str(message) if message else response.text[:300]
+
+
+def _get(registry: str | None, path: str, **params: object) -> dict:
+    from mcpworld.registry.client import RegistryClient, RegistryError
+
+    try:
+        with RegistryClient(registry) as client:
+            return client.request("GET", path, params={k: v for k, v in params.items() if v is not None})
+    except RegistryError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def all_items(registry: str | None, search: str | None = None, kind: str | None = None) -> list[dict]:
+    """Every latest `{server, _meta}` entry, following cursors (the one paginated registry client)."""
+    from mcpworld.registry.client import RegistryClient, RegistryError
+
+    try:
+        with RegistryClient(registry) as client:
+            return list(client.servers(search=search, kind=kind))
+    except RegistryError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def all_records(registry: str | None, search: str | None = None, kind: str | None = None) -> list[dict]:
-    out, cursor = [], None
-    while True:
-        page = _get(registry, "/v0/servers", search=search, kind=kind, cursor=cursor, version="latest", limit=100)
-        out += [r["server"] for r in page["servers"]]
-        cursor = page["metadata"].get("nextCursor")
-        if not cursor:
-            return out
+    """Every latest server.json record."""
+    return [item["server"] for item in all_items(registry, search, kind)]
 
 
 @click.group("registry")
@@ -62,16 +77,17 @@ def registry_list(registry: str | None, search: str | None, kind: str | None, as
     from rich.console import Console
     from rich.table import Table
 
-    from mcpworld.registry.records import mcpworld_meta
+    from mcpworld.registry.records import health_of, mcpworld_meta
 
-    records = all_records(registry, search, kind)
+    items = all_items(registry, search, kind)
     if as_json:
-        click.echo(json.dumps(records, indent=2))
+        click.echo(json.dumps(items, indent=2))
         return
     table = Table("name", "kind", "health", "tools", "tasks", "url")
-    for doc in records:
+    for item in items:
+        doc = item["server"]
         meta = mcpworld_meta(doc)
-        health = meta.get("health") or {}
+        health = health_of(item)
         status = health.get("status", "unknown")
         color = {"up": "green", "down": "red"}.get(status, "yellow")
         table.add_row(doc["name"], meta.get("kind", "external"), f"[{color}]{status}[/{color}]",
@@ -102,7 +118,7 @@ def registry_check(registry: str | None, names: tuple[str, ...], token: str | No
     except httpx.HTTPError as exc:
         raise click.ClickException(f"registry at {base} is unreachable: {exc}") from None
     if response.status_code >= 400:
-        raise click.ClickException(f"{response.status_code}: {response.json().get('detail')}")
+        raise click.ClickException(f"{response.status_code}: {error_message(response)}")
     down = 0
     for r in response.json()["results"]:
         down += r["status"] != "up"
@@ -125,20 +141,64 @@ def registry_publish(registry: str | None, server_json: Path, token: str | None)
     except ValueError as exc:
         raise click.ClickException(f"{server_json}: not JSON: {exc}") from None
     base = registry or registry_url()
-    response = httpx.post(f"{base}/v0/publish", json=doc, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    try:
+        response = httpx.post(f"{base}/v0/publish", json=doc, headers={"Authorization": f"Bearer {token}"},
+                              timeout=30)
+    except httpx.HTTPError as exc:
+        raise click.ClickException(f"registry at {base} is unreachable ({type(exc).__name__}): is `mcpworld up` "
+                                   "running? Or pass --registry") from None
     if response.status_code == 422:
-        for e in response.json()["errors"]:
+        for e in response.json().get("errors") or [{"path": "$", "message": error_message(response)}]:
             click.echo(f"{server_json}: {e['path']}: {e['message']}", err=True)
         sys.exit(1)
     if response.status_code >= 400:
-        raise click.ClickException(f"{response.status_code}: {response.json().get('detail')}")
+        raise click.ClickException(f"{response.status_code}: {error_message(response)}")
     click.echo(f"published {doc['name']} {doc['version']}")
+
+
+@registry_group.command("status")
+@registry_option
+@click.argument("name")
+@click.argument("status", type=click.Choice(["active", "deprecated", "deleted"]))
+@click.option("--version", "version", default=None, help="Only this version (default: every version).")
+@click.option("-m", "--message", default=None, help="Why (shown to clients as statusMessage, at most 500 chars).")
+@click.option("--token", envvar="MCPWORLD_REGISTRY_TOKEN", default=None)
+def registry_status(registry: str | None, name: str, status: str, version: str | None, message: str | None,
+                    token: str | None) -> None:
+    """Deprecate, delete or reactivate a server (PATCH …/status, as in the official registry API).
+
+    \b
+    Examples:
+      mcpworld registry status io.example/weather deprecated -m "use io.example/forecast"
+      mcpworld registry status io.example/weather deleted --version 1.0.0
+    """
+    from urllib.parse import quote
+
+    from mcpworld.core.paths import registry_token
+    from mcpworld.registry.connect import full_name
+
+    token = token or registry_token(None)[0]
+    base = registry or registry_url()
+    path = f"/v0.1/servers/{quote(full_name(name), safe='')}"
+    path += f"/versions/{quote(version, safe='')}/status" if version else "/status"
+    body = {"status": status, **({"statusMessage": message} if message else {})}
+    try:
+        response = httpx.patch(base + path, json=body, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    except httpx.HTTPError as exc:
+        raise click.ClickException(f"registry at {base} is unreachable ({type(exc).__name__}): is `mcpworld up` "
+                                   "running? Or pass --registry") from None
+    if response.status_code >= 400:
+        raise click.ClickException(f"{response.status_code}: {error_message(response)}")
+    answer = response.json()
+    changed = answer["servers"] if "servers" in answer else [answer]
+    for item in changed:
+        click.echo(f"{status:<10} {item['server']['name']} {item['server']['version']}")
 
 
 @registry_group.command("export")
 @registry_option
-@click.option("--format", "fmt", type=click.Choice(["claude-desktop", "claude-code", "vscode", "cursor"]),
-              required=True)
+@click.option("--format", "fmt", type=click.Choice(["claude-desktop", "claude-code", "vscode", "cursor", "inspector"]),
+              required=True, help="The client: its config file's shape (inspector: MCP Inspector's --config file).")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
               help="Write here (default: stdout). Existing entries of other servers in the file are kept.")
 @click.argument("names", nargs=-1)
@@ -151,7 +211,7 @@ def registry_export(registry: str | None, fmt: str, output: Path | None, names: 
       mcpworld registry export --format vscode -o .vscode/mcp.json airline shop
     """
     from mcpworld.registry.connect import full_name
-    from mcpworld.registry.export import export
+    from mcpworld.registry.export import entry_names, export
 
     docs = all_records(registry)
     if names:
@@ -160,21 +220,26 @@ def registry_export(registry: str | None, fmt: str, output: Path | None, names: 
         if missing:
             raise click.ClickException(f"not registered: {', '.join(sorted(missing))}")
         docs = [d for d in docs if d["name"] in wanted]
-    config = export(docs, fmt)  # type: ignore[arg-type]
+    try:
+        config = export(docs, fmt)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise click.ClickException(f"cannot export: {exc}") from None
     if output is None:
         click.echo(json.dumps(config, indent=2))
         return
+    key = "servers" if fmt == "vscode" else "mcpServers"
     if output.exists():
         try:
             existing = json.loads(output.read_text())
         except ValueError as exc:
             raise click.ClickException(f"{output} exists but is not JSON ({exc}); fix or remove it first") from None
-        key = "servers" if fmt == "vscode" else "mcpServers"
+        if not isinstance(existing, dict) or not isinstance(existing.get(key, {}), dict):
+            raise click.ClickException(f"{output} is not a {fmt} config (no {key!r} object); fix or remove it first")
         existing.setdefault(key, {}).update(config[key])
         config = {**config, **existing}
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(config, indent=2) + "\n")
-    click.echo(f"wrote {len(docs)} server(s) to {output}")
+    click.echo(f"wrote {len(docs)} server(s) to {output}: {', '.join(entry_names(docs))}")
 
 
 @registry_group.command("serve")
@@ -185,12 +250,20 @@ def registry_export(registry: str | None, fmt: str, output: Path | None, names: 
 @click.option("--db", default=None, envvar="MCPWORLD_REGISTRY_DB",
               help="SQLAlchemy URL, e.g. postgresql://host/registry when several hosts share one registry.")
 @click.option("--token", default=None, envvar="MCPWORLD_REGISTRY_TOKEN", help="Bearer token for writes.")
-def registry_serve(port: int, host: str, allow_hosts: tuple[str, ...], db: str | None, token: str | None) -> None:
-    """Serve only the registry (REST /v0 and /registry/mcp), with no worlds: for a shared, multi-host registry.
+@click.option("--cors-origin", "cors_origins", multiple=True, metavar="ORIGIN",
+              help="A browser origin (e.g. http://localhost:5173) allowed to call the REST API; repeatable, '*' for "
+                   "any (default: $MCPWORLD_CORS_ORIGINS, comma-separated).")
+@click.option("--anonymous", is_flag=True, envvar="MCPWORLD_REGISTRY_ANONYMOUS",
+              help="Answer POST /v0/auth/none (`mcp-publisher login none`) with short-lived tokens that may publish "
+                   "only names under io.modelcontextprotocol.anonymous/.")
+def registry_serve(port: int, host: str, allow_hosts: tuple[str, ...], db: str | None, token: str | None,
+                   cors_origins: tuple[str, ...], anonymous: bool) -> None:
+    """Serve only the registry (REST /v0.1 and /v0, and /registry/mcp), with no worlds: for a shared registry.
 
     \b
     Example:
       mcpworld registry serve --port 9000 --db postgresql://db.internal/mcpworld
+      mcpworld registry serve --cors-origin http://localhost:5173      # a browser UI on that origin
     """
     import uvicorn
 
@@ -200,8 +273,9 @@ def registry_serve(port: int, host: str, allow_hosts: tuple[str, ...], db: str |
 
     secret, is_new = registry_token(token)
     store = RegistryStore(db)
-    click.echo(f"registry at http://{host}:{port}/v0/servers ({store.url})", err=True)
+    click.echo(f"registry at http://{host}:{port}/v0.1/servers ({store.url})", err=True)
     if is_new:
         click.echo(f"registry token (shown once): {secret}", err=True)
-    uvicorn.run(create_app(store, secret, host=host, allow_hosts=allow_hosts), host=host, port=port,
-                log_level="warning")
+    app = create_app(store, secret, host=host, allow_hosts=allow_hosts, cors_origins=list(cors_origins) or None,
+                     anonymous=anonymous or None)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

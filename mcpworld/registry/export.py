@@ -1,29 +1,81 @@
-"""Client configuration files for the registered servers: Claude Desktop, Claude Code, VS Code, Cursor."""
+"""Client configuration files for the registered servers: Claude Desktop, Claude Code, VS Code, Cursor, and MCP
+Inspector's `--config` file.
+
+Faithful to each client: every server gets its own entry (short names, qualified where two would collide);
+packages launch pinned (`npx -y pkg@version`, `uvx pkg@version`, `docker run -i --rm image:version`); mcpworld's
+own worlds launch over stdio on this machine with `--interactive` where a person plays (Claude Desktop).
+"""
 
 from __future__ import annotations
 
+import sys
+from collections import Counter
 from typing import Any, Literal
 
-from mcpworld.registry.connect import stdio_params
+from mcpworld.registry.records import launch_problems, local_stdio_args, record_kind
 
-Format = Literal["claude-desktop", "claude-code", "vscode", "cursor"]
+Format = Literal["claude-desktop", "claude-code", "vscode", "cursor", "inspector"]
 FORMATS: dict[str, str] = {
     "claude-desktop": "claude_desktop_config.json",
     "claude-code": ".mcp.json",
     "vscode": ".vscode/mcp.json",
     "cursor": ".cursor/mcp.json",
+    "inspector": "mcp-inspector.json",
 }
+MCP_REMOTE = "mcp-remote@0.15.1"  # the stdio-to-HTTP bridge Claude Desktop needs for a remote-only server
+_RUNTIME = {"npm": "npx", "pypi": "uvx", "oci": "docker", "nuget": "dnx"}
 
 
-def _key(name: str) -> str:
-    return name.split("/", 1)[-1]
+def entry_names(docs: list[dict[str, Any]]) -> list[str]:
+    """One config key per record: the short name (`airline`), or the whole name made key-safe
+    (`io.example.weather`) where two records' short names are the same."""
+    shorts = [d["name"].split("/", 1)[-1] for d in docs]
+    taken = Counter(shorts)
+    return [short if taken[short] == 1 else d["name"].replace("/", ".") for d, short in zip(docs, shorts)]
 
 
-def _stdio(doc: dict[str, Any]) -> dict[str, Any] | None:
+def _argument(arg: dict[str, Any]) -> list[str]:
+    value = arg.get("value") or arg.get("default")
+    if arg.get("type") == "named":
+        return [arg["name"], value] if value else [arg["name"]]
+    return [value or f"<{arg.get('valueHint') or 'value'}>"]
+
+
+def package_command(package: dict[str, Any]) -> dict[str, Any]:
+    """{command, args[, env]} that starts a stdio package pinned to its version, as a person would type it."""
+    problems = launch_problems({"packages": [package]})
+    if problems:
+        raise ValueError("; ".join(f"{e['path']}: {e['message']}" for e in problems))
+    kind, ident, version = package.get("registryType", ""), package["identifier"], package.get("version")
+    command = package.get("runtimeHint") or _RUNTIME.get(kind)
+    if command is None:
+        raise ValueError(f"no runtime known for registryType {kind!r} (set runtimeHint)")
+    runtime_args = [a for arg in package.get("runtimeArguments") or [] for a in _argument(arg)]
+    if kind == "oci":
+        pinned = f"{ident}:{version}" if version and ":" not in ident.rsplit("/", 1)[-1] else ident
+        runtime_args = runtime_args or ["run", "-i", "--rm"]
+    else:
+        pinned = f"{ident}@{version}" if version else ident
+        if command == "npx" and "-y" not in runtime_args and "--yes" not in runtime_args:
+            runtime_args = ["-y", *runtime_args]  # never stop at npx's install prompt: a client has no terminal
+    args = [*runtime_args, pinned, *(a for arg in package.get("packageArguments") or [] for a in _argument(arg))]
+    out: dict[str, Any] = {"command": command, "args": args}
+    env = {v["name"]: v.get("value") or v.get("default") or "" for v in package.get("environmentVariables") or []
+           if isinstance(v, dict) and v.get("name")}
+    if env:
+        out["env"] = env
+    return out
+
+
+def _stdio(doc: dict[str, Any], interactive: bool) -> dict[str, Any] | None:
+    local = local_stdio_args(doc)
+    if local:  # one of mcpworld's own servers, started by this machine's interpreter
+        if interactive and record_kind(doc) == "world" and "--interactive" not in local:
+            local = [*local, "--interactive"]
+        return {"command": sys.executable, "args": ["-m", "mcpworld", *local]}
     for package in doc.get("packages") or []:
         if (package.get("transport") or {}).get("type") == "stdio":
-            params = stdio_params(package)
-            return {"command": params.command, "args": list(params.args)}
+            return package_command(package)
     return None
 
 
@@ -33,22 +85,28 @@ def _url(doc: dict[str, Any]) -> str | None:
 
 
 def entry(doc: dict[str, Any], fmt: Format) -> dict[str, Any]:
-    """One server's entry in `fmt`. Claude Desktop launches stdio; the others prefer the HTTP URL."""
-    stdio, url = _stdio(doc), _url(doc)
+    """One server's entry in `fmt`. Claude Desktop launches stdio (a person plays: worlds get --interactive), and so
+    does MCP Inspector where it can; the others prefer the HTTP URL."""
+    stdio, url = _stdio(doc, interactive=fmt == "claude-desktop"), _url(doc)
+    if fmt == "inspector" and stdio:  # Inspector 0.15's --config starts stdio entries only; 2.x reads both
+        return {"type": "stdio", **stdio}
     if fmt == "claude-desktop":
         if stdio:
             return stdio
-        return {"command": "npx", "args": ["-y", "mcp-remote", url]}
+        if url is None:
+            raise ValueError(f"{doc['name']} has neither an HTTP remote nor a stdio launch")
+        return {"command": "npx", "args": ["-y", MCP_REMOTE, url]}
     if url:
-        return {"type": "http", "url": url} if fmt in ("claude-code", "vscode") else {"url": url}
+        return {"type": {"claude-code": "http", "vscode": "http", "inspector": "streamable-http"}[fmt], "url": url} \
+            if fmt != "cursor" else {"url": url}
     if stdio is None:
-        raise ValueError(f"{doc['name']} has neither an HTTP remote nor a stdio package")
-    return {"type": "stdio", **stdio} if fmt in ("claude-code", "vscode") else stdio
+        raise ValueError(f"{doc['name']} has neither an HTTP remote nor a stdio launch")
+    return {"type": "stdio", **stdio} if fmt in ("claude-code", "vscode", "inspector") else stdio
 
 
 def export(docs: list[dict[str, Any]], fmt: Format) -> dict[str, Any]:
-    """The whole config file for `docs` in `fmt`."""
-    entries = {_key(d["name"]): entry(d, fmt) for d in docs}
+    """The whole config file for `docs` in `fmt`: exactly one entry per record."""
+    entries = {key: entry(d, fmt) for key, d in zip(entry_names(docs), docs)}
     if fmt == "vscode":
         return {"servers": entries, "inputs": []}
     return {"mcpServers": entries}

@@ -6,16 +6,17 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 
-from mcpworld.registry.records import mcpworld_meta
+from mcpworld.registry.records import health_of, mcpworld_meta
 from mcpworld.registry.store import NotFound, RegistryStore
 
 
-def _summary(doc: dict[str, Any]) -> dict[str, Any]:
+def _summary(item: dict[str, Any]) -> dict[str, Any]:
+    doc = item["server"]
     meta = mcpworld_meta(doc)
     return {
         "name": doc["name"], "title": doc.get("title"), "description": doc["description"],
         "kind": meta.get("kind", "external"), "tags": meta.get("tags", []), "tools": meta.get("tools"),
-        "tasks": meta.get("tasks"), "health": (meta.get("health") or {}).get("status", "unknown"),
+        "tasks": meta.get("tasks"), "health": health_of(item).get("status", "unknown"),
         "urls": [r["url"] for r in doc.get("remotes") or []],
     }
 
@@ -31,7 +32,7 @@ def registry_mcp_server(store: RegistryStore) -> MCPServer:
         """Search registered servers by name, description or tag; filter by kind (world, swe, world-model,
         external). Returns name, kind, counts, health and URLs."""
         found, _ = store.list(search=query or None, kind=kind, version="latest", limit=max(1, min(limit, 100)))
-        return [_summary(r["server"]) for r in found]
+        return [_summary(r) for r in found]
 
     @server.tool(annotations={"readOnlyHint": True})
     def get_server(name: str) -> dict[str, Any]:

@@ -1,21 +1,27 @@
 """server.json records: validation with JSON paths, and the records mcpworld writes for its own servers.
 
-The shape follows the official MCP Registry's server.json; mcpworld's facts live under `_meta` with the
-reverse-DNS key `io.mcpworld/server`.
+A record is accepted when the official MCP Registry's JSON Schema accepts it (`server.schema.json` beside this
+module: the published 2025-12-11 schema, copied unchanged from modelcontextprotocol/static, MIT per the registry's
+OpenAPI) and it passes mcpworld's launch-safety rules. mcpworld's facts live under `_meta` with the reverse-DNS
+key `io.mcpworld/server`.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from functools import cache
+from importlib import resources
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from jsonschema import Draft7Validator
 
 from mcpworld import __version__
 
-SCHEMA_URL = "https://static.modelcontextprotocol.io/schemas/2025-09-29/server.schema.json"
-META_KEY = "io.mcpworld/server"
+SCHEMA_URL = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"
+META_KEY = "io.mcpworld/server"  # in a record's `_meta`: what mcpworld, as publisher, says about its servers
+OFFICIAL = "io.modelcontextprotocol.registry/official"  # in a response's `_meta`: status, dates, isLatest
+REGISTRY_META = "io.mcpworld/registry"  # in a response's `_meta`: what this registry measured (health)
 NAMESPACE = "io.mcpworld"
 Kind = Literal["world", "swe", "world-model", "external", "registry"]
 _RANGE = re.compile(r"^[\^~<>=]|\.x$|\*|^latest$")
@@ -26,51 +32,15 @@ RUNTIME_HINTS = frozenset({"npx", "uvx", "dnx", "docker", "python", "python3", "
 DEFAULT_RUNTIME = {"npm": "npx", "pypi": "uvx", "oci": "docker", "nuget": "dnx"}
 
 
-class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+@cache
+def official_schema() -> dict[str, Any]:
+    """The official server.json JSON Schema (2025-12-11), shipped as package data."""
+    return json.loads(resources.files("mcpworld.registry").joinpath("server.schema.json").read_text())
 
 
-class Transport(_Open):
-    type: Literal["stdio", "streamable-http", "sse"]
-    url: str | None = None
-
-
-class Argument(_Open):
-    type: Literal["positional", "named"]
-    value: str | None = None
-    name: str | None = None
-    valueHint: str | None = None
-
-
-class Package(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    registryType: str
-    identifier: str
-    version: str = Field(min_length=1)
-    transport: Transport
-    registryBaseUrl: str | None = None
-    fileSha256: str | None = Field(default=None, pattern=r"^[a-f0-9]{64}$")
-    runtimeHint: str | None = None
-    runtimeArguments: list[Argument] | None = None
-    packageArguments: list[Argument] | None = None
-    environmentVariables: list[dict[str, Any]] | None = None
-
-
-class Remote(_Open):
-    type: Literal["streamable-http", "sse"]
-    url: str = Field(pattern=r"^https?://")
-
-
-class ServerJSON(_Open):
-    name: str = Field(min_length=3, max_length=200, pattern=r"^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$")
-    description: str = Field(min_length=1, max_length=100)
-    version: str = Field(min_length=1, max_length=255)
-    title: str | None = None
-    websiteUrl: str | None = None
-    packages: list[Package] | None = None
-    remotes: list[Remote] | None = None
-    meta: dict[str, Any] | None = Field(default=None, alias="_meta")
-    schema_: str | None = Field(default=None, alias="$schema")
+@cache
+def _validator() -> Draft7Validator:
+    return Draft7Validator(official_schema())
 
 
 class RecordError(ValueError):
@@ -81,11 +51,20 @@ class RecordError(ValueError):
         super().__init__("; ".join(f"{e['path']}: {e['message']}" for e in errors))
 
 
-def _path(loc: tuple[Any, ...]) -> str:
+def _path(loc: Any) -> str:
     out = "$"
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else f".{part}"
     return out
+
+
+def _schema_error(error: Any) -> dict[str, str]:
+    """One schema violation as {path, message}; for an anyOf/allOf failure, the most specific cause inside it."""
+    leaf = error
+    while leaf.context:  # the deepest cause names the field that is wrong (`$.remotes[0].type`, not `$.remotes[0]`)
+        leaf = max(leaf.context, key=lambda e: len(e.absolute_path))
+    message = leaf.message if len(leaf.message) <= 200 else leaf.message[:200] + "…"
+    return {"path": _path(leaf.absolute_path), "message": message}
 
 
 def record_size(doc: Any) -> int:
@@ -154,6 +133,20 @@ def launch_problems(doc: dict[str, Any]) -> list[dict[str, str]]:
     for i, package in enumerate(doc.get("packages") or []):
         if isinstance(package, dict):
             errors += package_problems(package, f"$.packages[{i}]")
+    stdio = mcpworld_meta(doc).get("stdio")
+    if stdio is not None:
+        where = f'$._meta["{META_KEY}"].stdio'
+        if not isinstance(stdio, list) or not stdio:
+            errors.append({"path": where, "message": "must be a non-empty list of `mcpworld` arguments"})
+        elif stdio[0] != "serve" or "--stdio" not in stdio:  # a server, never another command (`up`, `train`...)
+            errors.append({"path": where, "message": "must be `serve ... --stdio` (a server over stdio)"})
+        else:
+            for i, arg in enumerate(stdio):
+                if not isinstance(arg, str) or "\0" in arg or "\n" in arg:
+                    errors.append({"path": f"{where}[{i}]", "message": "must be a string without NUL or newline"})
+                elif _is_path(arg):
+                    errors.append({"path": f"{where}[{i}]",
+                                   "message": "mcpworld's own servers take names, not filesystem paths"})
     return errors
 
 
@@ -164,14 +157,13 @@ def validate_record(doc: Any) -> dict[str, Any]:
     too_big = _size_error(doc)
     if too_big:  # before the schema: don't spend time on a huge document
         raise RecordError([too_big])
-    try:
-        ServerJSON.model_validate(doc)
-    except ValidationError as exc:
-        raise RecordError([{"path": _path(e["loc"]), "message": e["msg"]} for e in exc.errors()]) from None
+    schema_errors = [_schema_error(e) for e in _validator().iter_errors(doc)]
+    if schema_errors:
+        raise RecordError(schema_errors)
     errors = [e for e in launch_problems(doc) if e["path"] != "$"]  # the size is checked above
     if _RANGE.search(doc["version"]):
         errors.append({"path": "$.version", "message": "must be one exact version, not a range or 'latest'"})
-    if not doc.get("packages") and not doc.get("remotes"):
+    if not doc.get("packages") and not doc.get("remotes") and not local_stdio_args(doc):
         errors.append({"path": "$", "message": "needs packages (stdio launch) or remotes (HTTP URLs) to be reachable"})
     if errors:
         raise RecordError(errors)
@@ -179,18 +171,44 @@ def validate_record(doc: Any) -> dict[str, Any]:
 
 
 def mcpworld_meta(doc: dict[str, Any]) -> dict[str, Any]:
-    """mcpworld's own facts about a record (kind, tags, counts, health); {} for foreign records."""
-    return (doc.get("_meta") or {}).get(META_KEY) or {}
+    """What mcpworld, as publisher, says about a record (kind, tags, counts, stdio launch); {} for others."""
+    meta = doc.get("_meta")
+    ours = meta.get(META_KEY) if isinstance(meta, dict) else None
+    return ours if isinstance(ours, dict) else {}
+
+
+def health_of(item: dict[str, Any]) -> dict[str, Any]:
+    """The registry's last health check of a listed server ({status, latency_ms, checked_at, error}), else {}.
+
+    `item` is one `{server, _meta}` entry of a registry response: health is the registry's fact, kept in the
+    response's `_meta`, never in the publisher's record.
+    """
+    meta = item.get("_meta")
+    ours = meta.get(REGISTRY_META) if isinstance(meta, dict) else None
+    health = ours.get("health") if isinstance(ours, dict) else None
+    return health if isinstance(health, dict) else {}
 
 
 def record_kind(doc: dict[str, Any]) -> str:
     return mcpworld_meta(doc).get("kind", "external")
 
 
+def local_stdio_args(doc: dict[str, Any]) -> list[str] | None:
+    """The `mcpworld ...` arguments that start this mcpworld server over stdio on this machine, else None."""
+    args = mcpworld_meta(doc).get("stdio")
+    return [str(a) for a in args] if isinstance(args, list) and args else None
+
+
 def local_record(name: str, description: str, kind: Kind, *, url: str | None = None,
                  stdio_args: list[str] | None = None, title: str | None = None, version: str = __version__,
                  facts: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A server.json for a server this installation runs: HTTP remote and/or `mcpworld ...` over stdio."""
+    """A server.json for a server this installation runs: an HTTP remote, and how to start it over stdio here.
+
+    No `packages`: mcpworld is not published on any package registry, so a package entry (`uvx mcpworld`) would
+    name something no third party can install. The HTTP remote is what other machines use; the stdio launch
+    (`mcpworld <stdio_args>`, for this machine's clients such as Claude Desktop) is kept under
+    `_meta["io.mcpworld/server"]["stdio"]` and used by `export` and `connect(prefer="stdio")`.
+    """
     doc: dict[str, Any] = {
         "$schema": SCHEMA_URL,
         "name": name if "/" in name else f"{NAMESPACE}/{name}",
@@ -198,14 +216,11 @@ def local_record(name: str, description: str, kind: Kind, *, url: str | None = N
         "version": version,
     }
     if title:
-        doc["title"] = title
-    if stdio_args:
-        doc["packages"] = [{
-            "registryType": "pypi", "identifier": "mcpworld", "version": __version__, "runtimeHint": "uvx",
-            "transport": {"type": "stdio"},
-            "packageArguments": [{"type": "positional", "value": a} for a in stdio_args],
-        }]
+        doc["title"] = title[:100]
     if url:
         doc["remotes"] = [{"type": "streamable-http", "url": url}]
-    doc["_meta"] = {META_KEY: {"kind": kind, **(facts or {})}}
+    meta: dict[str, Any] = {"kind": kind, **(facts or {})}
+    if stdio_args:
+        meta["stdio"] = list(stdio_args)
+    doc["_meta"] = {META_KEY: meta}
     return doc

@@ -12,16 +12,15 @@ from datetime import datetime, timezone
 from typing import Any, Literal
 
 from pydantic import NaiveDatetime
-from sqlalchemy import Index, event, func, or_, update
+from sqlalchemy import Index, event, func, inspect, or_, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import registry as sa_registry
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
 from mcpworld.core.paths import home
-from mcpworld.registry.records import META_KEY, mcpworld_meta, validate_record
+from mcpworld.registry.records import OFFICIAL, REGISTRY_META, mcpworld_meta, validate_record
 
 Status = Literal["active", "deprecated", "deleted"]
-OFFICIAL = "io.modelcontextprotocol.registry/official"
 
 
 class _Base(SQLModel, registry=sa_registry()):  # type: ignore[call-arg]
@@ -39,6 +38,7 @@ class ServerRow(_Base, table=True):
     kind: str = Field(index=True)
     status: str = "active"
     status_message: str | None = None
+    status_changed_at: NaiveDatetime | None = None
     is_latest: bool = Field(default=True, index=True)
     published_at: NaiveDatetime
     updated_at: NaiveDatetime = Field(index=True)
@@ -60,6 +60,10 @@ class Conflict(Exception):
 
 class NotFound(LookupError):
     pass
+
+
+class NoChange(ValueError):
+    """A status change that changes nothing (the official API answers 400)."""
 
 
 def default_url() -> str:
@@ -93,6 +97,14 @@ class RegistryStore:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA busy_timeout=30000")
         _Base.metadata.create_all(self.engine)
+        self._add_missing_columns()
+
+    def _add_missing_columns(self) -> None:
+        """Stores made by older versions lack newer nullable columns: add them, keeping every row."""
+        have = {c["name"] for c in inspect(self.engine).get_columns(ServerRow.__tablename__)}
+        if "status_changed_at" not in have:
+            with self.engine.begin() as conn:
+                conn.execute(text(f"ALTER TABLE {ServerRow.__tablename__} ADD COLUMN status_changed_at TIMESTAMP"))
 
     # -- writes ----------------------------------------------------------------------------------------
 
@@ -122,20 +134,29 @@ class RegistryStore:
             db.refresh(row)
             return self._response(row, None)
 
-    def set_status(self, name: str, version: str | None, status: Status, message: str | None = None) -> int:
-        """Deprecate, delete or reactivate one version (or all versions when `version` is None)."""
+    def set_status(self, name: str, version: str | None, status: Status,
+                   message: str | None = None) -> list[dict[str, Any]]:
+        """Deprecate, delete or reactivate one version (or every version, in one transaction, when `version` is
+        None); returns the changed records. NoChange when one version already has that status and message."""
         with Session(self.engine) as db:
             query = select(ServerRow).where(ServerRow.name == name)
             if version is not None:
                 query = query.where(ServerRow.version == version)
-            rows = list(db.exec(query))
+            rows = list(db.exec(query.order_by(ServerRow.published_at)))
             if not rows:
                 raise NotFound(f"no server {name!r}" + (f" version {version!r}" if version else ""))
+            if version is not None and (rows[0].status, rows[0].status_message) == (status, message):
+                raise NoChange(f"no changes to apply: {name} {version} is already {status}")
+            ts = _now()
             for row in rows:
-                row.status, row.status_message, row.updated_at = status, message, _now()
+                if row.status != status:
+                    row.status_changed_at = ts
+                row.status, row.status_message, row.updated_at = status, message, ts
                 db.add(row)
             db.commit()
-            return len(rows)
+            for row in rows:
+                db.refresh(row)
+            return self._with_health(db, rows)
 
     def record_health(self, name: str, status: str, latency_ms: float | None, error: str | None,
                       tools: int | None = None) -> None:
@@ -147,16 +168,20 @@ class RegistryStore:
     # -- reads -----------------------------------------------------------------------------------------
 
     def _response(self, row: ServerRow, health: HealthRow | None) -> dict[str, Any]:
-        doc = json.loads(row.doc)
-        if health is not None:
-            meta = doc.setdefault("_meta", {}).setdefault(META_KEY, {"kind": "external"})
-            meta["health"] = {"status": health.status, "latency_ms": health.latency_ms,
-                              "checked_at": _iso(health.checked_at), "error": health.error}
+        """{server, _meta}: the record exactly as published, and what the registry itself knows about it (official
+        status and dates; mcpworld's health checks) in the response's own `_meta`."""
         official = {"status": row.status, "publishedAt": _iso(row.published_at),
                     "updatedAt": _iso(row.updated_at), "isLatest": row.is_latest}
         if row.status_message:
             official["statusMessage"] = row.status_message
-        return {"server": doc, "_meta": {OFFICIAL: official}}
+        if row.status_changed_at is not None:
+            official["statusChangedAt"] = _iso(row.status_changed_at)
+        meta: dict[str, Any] = {OFFICIAL: official}
+        if health is not None:
+            meta[REGISTRY_META] = {"health": {"status": health.status, "latency_ms": health.latency_ms,
+                                              "checked_at": _iso(health.checked_at), "error": health.error,
+                                              "tools": health.tools}}
+        return {"server": json.loads(row.doc), "_meta": meta}
 
     def _with_health(self, db: Session, rows: list[ServerRow]) -> list[dict[str, Any]]:
         names = {r.name for r in rows}
@@ -191,21 +216,29 @@ class RegistryStore:
             next_cursor = encode_cursor(page[-1].name, page[-1].version) if len(rows) > limit else None
             return self._with_health(db, page), next_cursor
 
-    def versions(self, name: str) -> list[dict[str, Any]]:
+    def versions(self, name: str, include_deleted: bool = False) -> list[dict[str, Any]]:
+        """Every version of a server, newest first (deleted ones only with `include_deleted`)."""
         with Session(self.engine) as db:
-            rows = list(db.exec(select(ServerRow).where(ServerRow.name == name).order_by(ServerRow.published_at)))
+            query = select(ServerRow).where(ServerRow.name == name)
+            if not include_deleted:
+                query = query.where(ServerRow.status != "deleted")
+            rows = list(db.exec(query.order_by(ServerRow.published_at.desc(), ServerRow.id.desc())))  # type: ignore[attr-defined,union-attr]
             if not rows:
-                raise NotFound(f"no server {name!r}")
+                raise NotFound(f"no server {name!r}" + ("" if include_deleted else " (or only deleted versions)"))
             return self._with_health(db, rows)
 
-    def get(self, name: str, version: str = "latest") -> dict[str, Any]:
+    def get(self, name: str, version: str = "latest", include_deleted: bool = False) -> dict[str, Any]:
+        """One version, or the latest; a deleted version only with `include_deleted`."""
         with Session(self.engine) as db:
             query = select(ServerRow).where(ServerRow.name == name)
             query = query.where(ServerRow.is_latest == True) if version == "latest" else query.where(  # noqa: E712
                 ServerRow.version == version)
+            if not include_deleted:
+                query = query.where(ServerRow.status != "deleted")
             row = db.exec(query).first()
             if row is None:
-                raise NotFound(f"no server {name!r}" + ("" if version == "latest" else f" version {version!r}"))
+                which = "" if version == "latest" else f" version {version!r}"
+                raise NotFound(f"no server {name!r}{which}" + ("" if include_deleted else " (or it is deleted)"))
             return self._with_health(db, [row])[0]
 
     def count(self) -> int:
