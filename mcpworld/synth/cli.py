@@ -42,9 +42,10 @@ def synth_group() -> None:
 @click.option("--no-install", is_flag=True, help="Do not install into $MCPWORLD_HOME/worlds (needs --out).")
 @click.option("--registry", default=None, help="Registry base URL (default: $MCPWORLD_REGISTRY or :8765).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON result per scenario.")
+@click.option("--parallel", default=1, show_default=True, help="Scenarios synthesized at once (model calls overlap).")
 def synth_world(scenario: str | None, scenarios_file: Path | None, name: str | None, model: str | None,
                 base_url: str | None, max_retries: int, out: Path | None, no_install: bool, registry: str | None,
-                as_json: bool) -> None:
+                as_json: bool, parallel: int) -> None:
     """Synthesize a world from a scenario (AWM pipeline), validate it in a sandbox, install and register it.
 
     \b
@@ -63,30 +64,56 @@ def synth_world(scenario: str | None, scenarios_file: Path | None, name: str | N
     if no_install and out is None:
         raise click.UsageError("--no-install needs --out, or the world would be written nowhere")
     jobs = [(scenario, name)] if scenario else read_scenarios(scenarios_file)  # type: ignore[arg-type]
-    pipeline = Pipeline(_client(model, base_url, required=True), max_retries=max_retries)
+    _client(model, base_url, required=True)
     console = Console(stderr=True)
-    results: list[Synthesis] = []
 
     async def one(text: str, world: str) -> Synthesis:
         if not no_install and existing_world_ok(world):
             return Synthesis(scenario=text, name=world, ok=True, skipped=True)
+        pipeline = Pipeline(_client(model, base_url, required=True), max_retries=max_retries)  # one per event loop
         return await pipeline.synthesize(text, world, out, install=not no_install, registry=registry)
+
+    from concurrent.futures import ThreadPoolExecutor
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, disable=len(jobs) == 1) as progress:
         bar = progress.add_task("synthesizing", total=len(jobs))
-        for text, given in jobs:
-            world = given or slug(text)
-            progress.update(bar, description=f"synthesizing {world}")
-            result = anyio.run(one, text, world)
-            results.append(result)
+
+        def run_one(job: tuple[str, str | None]) -> Synthesis:
+            text, given = job
+            result = anyio.run(one, text, given or slug(text))
             progress.advance(bar)
             if as_json:
                 click.echo(json.dumps(result.to_json()))
             else:
                 _print_synthesis(console, result)
+            return result
+
+        # each scenario in its own thread and event loop: model calls overlap; sandboxed checks share the worker
+        with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
+            results = list(pool.map(run_one, jobs))
+    if len(jobs) > 1 and not as_json:
+        _print_batch_summary(console, results)
     if not all(r.ok for r in results):
         sys.exit(1)
+
+
+def _print_batch_summary(console: Any, results: list[Any]) -> None:
+    """Worlds made, mean tries per stage (AWM reports 1.13 on average), tasks dropped and why."""
+    made = [r for r in results if r.ok and not r.skipped]
+    tries: dict[str, list[int]] = {}
+    for r in results:
+        for stage in r.stages:
+            tries.setdefault(stage.stage, []).append(stage.attempts)
+    every = [n for ns in tries.values() for n in ns]
+    per_stage = ", ".join(f"{k} {sum(v) / len(v):.2f}" for k, v in tries.items())
+    console.print(f"{len(made)} synthesized, {sum(r.skipped for r in results)} already installed, "
+                  f"{sum(not r.ok for r in results)} failed of {len(results)}; tries per stage: {per_stage or '-'}"
+                  + (f" (mean {sum(every) / len(every):.2f})" if every else ""), markup=False, highlight=False)
+    dropped = sum(len(r.dropped) for r in results)
+    if dropped:
+        console.print(f"  {dropped} task(s) dropped by validation or the audit (listed above)", markup=False,
+                      highlight=False)
 
 
 def _print_synthesis(console: Any, r: Any) -> None:
@@ -280,3 +307,281 @@ def synth_arena(worlds: str, policy: str, model: str | None, base_url: str | Non
     for name, r in last["worlds"].items():
         click.echo(f"{name:14} success {r['success_rate']:.0%}  failures {r['failures']}  new tasks {r['new_tasks']}")
     click.echo(f"report: {out / 'report.md'}")
+
+
+@synth_group.command("import-awm")
+@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--install", is_flag=True, help="Install into $MCPWORLD_HOME/worlds and register each world.")
+@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), default=Path("awm-worlds"),
+              show_default=True, help="Where to write the packages (ignored with --install).")
+@click.option("--only", multiple=True, help="Only these scenarios (as named in gen_scenario.jsonl; repeatable).")
+@click.option("--limit", type=int, default=None, help="At most this many scenarios (after --only).")
+@click.option("--references", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="JSONL of reference solutions: {scenario, task_idx, calls: [{name, arguments}], answer?}.")
+@click.option("--model", default=None, help="Propose missing reference solutions with this model (each is checked).")
+@click.option("--base-url", default=None, help="OpenAI-compatible endpoint for --model.")
+@click.option("--no-audit", is_flag=True, help="Skip the reward-hacking audit (validation still runs).")
+@click.option("--redo", is_flag=True, help="Import again the scenarios a previous run already finished.")
+@click.option("--registry", default=None, help="Registry base URL for --install.")
+@click.option("--parallel", default=1, show_default=True, help="Scenarios imported at once (one worker each).")
+@click.option("--json", "as_json", is_flag=True, help="Print the import report as JSON.")
+def synth_import_awm(path: Path, install: bool, out: Path, only: tuple[str, ...], limit: int | None,
+                     references: Path | None, model: str | None, base_url: str | None, no_audit: bool, redo: bool,
+                     registry: str | None, parallel: int, as_json: bool) -> None:
+    """Serve AWM (AgentWorldModel-1K) scenarios as worlds: SQLite template, generated server run contained.
+
+    PATH is a folder with AWM's files (gen_scenario.jsonl, gen_tasks.jsonl, gen_db.jsonl, gen_sample.jsonl,
+    gen_envs.jsonl, gen_verifier.jsonl, gen_verifier.pure_code.jsonl). A task is kept only with a reference
+    solution (from --references, or proposed by --model) that AWM's own verifier accepts, and only if it
+    validates and no wrong policy of the reward-hacking audit passes it. A bad scenario is reported and
+    skipped; a second run resumes (scenarios already done, with unchanged records, are not redone).
+
+    \b
+    Examples:
+      mcpworld synth import-awm AgentWorldModel-1K --references refs.jsonl --limit 10 -o awm-worlds
+      mcpworld synth import-awm AgentWorldModel-1K --only e_commerce_33 --model Qwen/Qwen3-32B \\
+          --base-url http://127.0.0.1:8000/v1 --install
+    """
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from mcpworld.core.contain import ContainmentUnavailable
+    from mcpworld.core.paths import home, user_worlds_dir
+    from mcpworld.synth.awm import ScenarioReport, import_scenario, read_references, summarize
+    from mcpworld.synth.awm_format import AwmFormatError, normalize_scenario_name, read_dataset
+    from mcpworld.synth.install import move_into_place, register, staging
+    from mcpworld.worlds.loader import load_world
+
+    if bool(model) != bool(base_url):
+        raise click.UsageError("--model and --base-url go together (the model proposes reference solutions)")
+    try:
+        scenarios = read_dataset(path)
+        refs = read_references(references) if references else {}
+    except AwmFormatError as exc:
+        raise click.ClickException(str(exc)) from None
+    if only:
+        wanted = {normalize_scenario_name(o) for o in only}
+        unknown = wanted - {s.key for s in scenarios}
+        if unknown:
+            known = ", ".join(s.key for s in scenarios[:12]) + (" ..." if len(scenarios) > 12 else "")
+            raise click.ClickException(f"no scenario named {', '.join(sorted(unknown))} in {path}; it has: {known}")
+        scenarios = [s for s in scenarios if s.key in wanted]
+    scenarios = scenarios[:limit] if limit is not None else scenarios
+    report_file = (home() if install else out) / "awm-import.json"
+    report_file.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        previous = {r["scenario"]: r for r in json.loads(report_file.read_text(encoding="utf-8"))["scenarios"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        previous = {}
+    console = Console(stderr=True)
+    done: dict[str, ScenarioReport] = {}
+
+    def save() -> None:
+        reports = list(done.values())
+        data = {"source": str(path), "summary": summarize(reports), "scenarios": [r.to_json() for r in reports]}
+        report_file.write_text(json.dumps(data, indent=1, default=str), encoding="utf-8")
+
+    for key, raw in previous.items():  # keep what earlier runs did for scenarios not in this run
+        done[key] = ScenarioReport(**raw)
+    lock = threading.Lock()
+
+    def run_one(scenario: Any) -> None:
+        old = previous.get(scenario.key)
+        where = (user_worlds_dir() if install else out) / str((old or {}).get("name"))
+        if not redo and old and old.get("input_hash") == scenario.input_hash() and (
+                not old.get("ok") or (where / "report.json").is_file()):
+            result = ScenarioReport(**{**old, "resumed": True, "path": str(where) if old.get("ok") else None})
+        else:
+            own = _client(model, base_url)  # one per thread: a client belongs to the event loop that opened it
+            with contextlib.ExitStack() as stack:
+                target = stack.enter_context(staging(scenario.key)) if install else out
+                result = anyio.run(lambda: import_scenario(scenario, target, references=refs, client=own,
+                                                           audit=not no_audit))
+                if install and result.ok and result.path:
+                    result.path = str(move_into_place(Path(result.path), result.name))
+            if install and result.ok and result.path:
+                console.print("     " + register(load_world(Path(result.path)), "awm", registry).message,
+                              markup=False, highlight=False)
+        with lock:
+            done[scenario.key] = result
+            save()
+            progress.advance(bar)
+            if not as_json:
+                _print_awm(console, result)
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, disable=as_json or len(scenarios) < 2) as progress:
+        bar = progress.add_task("importing", total=len(scenarios))
+        # each scenario has its own worker, so N at once use N cores for their tool calls and verifiers
+        with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
+            try:
+                list(pool.map(run_one, scenarios))
+            except ContainmentUnavailable as exc:
+                raise click.ClickException(str(exc)) from None
+    reports = [done[s.key] for s in scenarios]
+    summary = summarize(reports)
+    if as_json:
+        click.echo(json.dumps({"summary": summary, "scenarios": [r.to_json() for r in reports]}, indent=1,
+                              default=str))
+    else:
+        _print_awm_summary(console, summary, report_file)
+    if scenarios and not summary["imported"]:
+        sys.exit(1)
+
+
+def _print_awm(console: Any, r: Any) -> None:
+    note = " (resumed: done by an earlier run)" if r.resumed else ""
+    if r.ok:
+        console.print(f"[green]ok[/green]   {r.name}: {r.tools} tools, {len(r.kept)}/{r.tasks_total} tasks kept, "
+                      f"{len(r.repaired)} repaired -> {r.path}{note}")
+    else:
+        console.print(f"fail {r.scenario}: {'; '.join(r.problems)}{note}", markup=False, highlight=False)
+    for d in r.dropped:
+        why = f"wrong policy {d['policy']} passed" if d.get("policy") else d["reason"]
+        console.print(f"     dropped {d['task']}: {_clip(why, 160)}", markup=False, highlight=False)
+    for fix in r.repaired:
+        console.print(f"     repaired {fix['task']}: {_clip(fix['reason'], 160)}", markup=False, highlight=False)
+
+
+def _print_awm_summary(console: Any, s: dict[str, Any], report_file: Path) -> None:
+    console.print(f"{s['imported']}/{s['scenarios']} scenarios imported ({s['resumed']} resumed); "
+                  f"tasks: {s['kept']} kept, {s['dropped']} dropped, {s['repaired']} repaired of {s['tasks']}")
+    for reason, n in s["dropped_by_reason"].items():
+        console.print(f"  dropped {n}: {reason}", markup=False, highlight=False)
+    for line in s["failed"]:
+        console.print(f"  failed {_clip(line, 200)}", markup=False, highlight=False)
+    console.print(f"report: {report_file}", markup=False, highlight=False)
+
+
+@synth_group.command("scenarios")
+@click.option("--seeds", "seeds_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
+              help="Seed domains: one per line, or JSONL with \"domain\" (and \"description\").")
+@click.option("-n", "count", default=1000, show_default=True, help="How many scenarios to keep.")
+@click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path), default=Path("scenarios.jsonl"),
+              show_default=True, help="JSONL output (AWM's gen_scenario.jsonl layout); resumed when it exists.")
+@click.option("--model", envvar="MCPWORLD_MODEL", default=None, help="Model name.")
+@click.option("--base-url", envvar="OPENAI_BASE_URL", default=None, help="OpenAI-compatible endpoint.")
+@click.option("--per-request", default=10, show_default=True, help="Scenarios asked for in one request.")
+@click.option("--min-suitability", default=7, show_default=True, help="Keep scenarios the model scores at least this "
+              "(1-10) for CRUD simulation.")
+@click.option("--similarity", default=0.5, show_default=True, help="Word-shingle Jaccard at or above which a "
+              "scenario is a near-duplicate of a kept one.")
+@click.option("--max-rounds", type=int, default=None, help="Requests per seed at most (default: enough for -n).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def synth_scenarios(seeds_file: Path, count: int, out: Path, model: str | None, base_url: str | None,
+                    per_request: int, min_suitability: int, similarity: float, max_rounds: int | None,
+                    as_json: bool) -> None:
+    """Grow seed domains into distinct CRUD-heavy scenarios with a model (AWM's scenario expansion).
+
+    Near-duplicates (same name, or similar wording) and scenarios the model scores as hard to simulate are
+    dropped; the summary counts requests and retries per stage and what was dropped, and why. Feed the output
+    to `mcpworld synth world --scenarios OUT --parallel 4`.
+
+    \b
+    Example:
+      mcpworld synth scenarios --seeds seeds.txt -n 1000 -o scenarios.jsonl \\
+          --model Qwen/Qwen3-32B --base-url http://127.0.0.1:8000/v1
+    """
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from mcpworld.synth.scenarios import expand, load_state, read_seeds
+
+    try:
+        seeds = read_seeds(seeds_file)
+        already = len(load_state(out).kept)
+    except (ValueError, KeyError) as exc:
+        raise click.ClickException(str(exc)) from None
+    client = _client(model, base_url, required=True)
+    console = Console(stderr=True)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, disable=as_json) as progress:
+        bar = progress.add_task("scenarios", total=count, completed=min(already, count))
+        state = anyio.run(lambda: expand(client, seeds, count, out, per_request=per_request,
+                                         min_suitability=min_suitability, threshold=similarity,
+                                         max_rounds=max_rounds,
+                                         progress=lambda k: progress.update(bar, completed=k)))
+    summary = state.summary(count)
+    summary["resumed_from"] = already
+    if as_json:
+        click.echo(json.dumps(summary, indent=1))
+    else:
+        stages = ", ".join(f"{k}: {v['requests']} requests, {v['retries']} retried, {v['failures']} failed "
+                           f"({v['tries_per_success']} tries per success)" for k, v in summary["stages"].items())
+        console.print(f"{summary['kept']}/{count} scenarios -> {out} ({already} from an earlier run; {len(seeds)} "
+                      f"seeds, {summary['rounds']} rounds)", markup=False, highlight=False)
+        console.print(f"  {stages}", markup=False, highlight=False)
+        for reason, n in sorted(summary["dropped"].items(), key=lambda kv: -kv[1]):
+            console.print(f"  dropped {n}: {reason} (e.g. {', '.join(summary['examples'][reason][:3])})",
+                          markup=False, highlight=False)
+    if summary["kept"] < count:
+        console.print(f"only {summary['kept']} of {count}: the seeds ran out of rounds; add seeds or --max-rounds",
+                      markup=False, highlight=False)
+        sys.exit(1)
+
+
+@synth_group.command("twin")
+@click.argument("server")
+@click.option("--name", default=None, help="World name (default: twin-<server name>).")
+@click.option("--model", envvar="MCPWORLD_MODEL", default=None, help="Model name.")
+@click.option("--base-url", envvar="OPENAI_BASE_URL", default=None, help="OpenAI-compatible endpoint.")
+@click.option("--max-retries", default=2, show_default=True, help="Regenerations per stage after an error.")
+@click.option("--install", is_flag=True, help="Install into $MCPWORLD_HOME/worlds and register it.")
+@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), default=Path("twins"),
+              show_default=True, help="Where to write the package (ignored with --install).")
+@click.option("--registry", default=None, help="Registry base URL for --install.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def synth_twin(server: str, name: str | None, model: str | None, base_url: str | None, max_retries: int,
+               install: bool, out: Path, registry: str | None, as_json: bool) -> None:
+    """Twin a real MCP server: a stateful world with its tools' names and schemas, a database, and tasks.
+
+    SERVER is a command that starts a stdio server (quoted, with its arguments), a Streamable HTTP URL, or a
+    registry server.json. Its tools are listed, then a model writes the database, a server implementing each
+    tool over it (run only in contained workers), and tasks with reference solutions and verifiers; every
+    task is validated and played against the reward-hacking audit before it is kept.
+
+    \b
+    Examples:
+      mcpworld synth twin "mcp-server-time --local-timezone UTC" --model Qwen/Qwen3-32B \\
+          --base-url http://127.0.0.1:8000/v1 --install
+      mcpworld synth twin http://127.0.0.1:9000/mcp --name twin-notes -o twins/
+    """
+    from mcpworld.core.contain import ContainmentUnavailable
+    from mcpworld.synth.install import move_into_place, register, staging
+    from mcpworld.synth.twin import TwinError, synthesize_twin
+    from mcpworld.worlds.loader import load_world
+
+    client = _client(model, base_url, required=True)
+    with contextlib.ExitStack() as stack:
+        target = stack.enter_context(staging("twin")) if install else out
+        try:
+            result = anyio.run(lambda: synthesize_twin(server, client, target, name=name, retries=max_retries))
+        except (TwinError, ContainmentUnavailable) as exc:
+            raise click.ClickException(str(exc)) from None
+        if install and result.ok and result.report and result.report.path:
+            result.report.path = str(move_into_place(Path(result.report.path), result.report.name))
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=1, default=str))
+    attempts = ", ".join(f"{s.stage} {s.attempts}" for s in result.stages)
+    if not result.ok:
+        problems = result.problems or (result.report.problems if result.report else [])
+        click.echo(f"fail twin of {result.server.name}: {'; '.join(problems)} (attempts: {attempts})", err=True)
+        if result.report:
+            _print_dropped_awm(result.report)
+        sys.exit(1)
+    report = result.report
+    assert report is not None
+    click.echo(f"ok   {report.name}: twin of {result.server.name}, {report.tools} tools, {len(report.kept)}/"
+               f"{report.tasks_total} tasks kept -> {report.path} (attempts: {attempts})", err=True)
+    _print_dropped_awm(report)
+    if install:
+        click.echo("     " + register(load_world(Path(report.path or "")), "twin", registry).message, err=True)
+
+
+def _print_dropped_awm(report: Any) -> None:
+    for d in report.dropped:
+        why = f"wrong policy {d['policy']} passed" if d.get("policy") else d["reason"]
+        click.echo(f"     dropped {d['task']}: {_clip(why, 160)}", err=True)

@@ -31,7 +31,7 @@ def call_function(source: str, name: str, args: dict[str, Any]) -> Any:
     return namespace[name](**args)
 
 
-def _freeze(now_iso: str, seed: int) -> None:
+def freeze_time(now_iso: str, seed: int) -> None:
     """One clock and one seeded generator per call, so replays of an imported tool agree."""
     frozen = _dt.datetime.fromisoformat(now_iso)
     if frozen.tzinfo is None:
@@ -78,7 +78,7 @@ def agent_world_call(source: str, name: str, args: dict[str, Any], tables: dict[
     for file, text in tables.items():
         (db / file).write_text(text, encoding="utf-8")
     os.environ["MCP_DB_DIR"] = str(db)
-    _freeze(now, seed)
+    freeze_time(now, seed)
     result = call_function(source, name, args)
     changed: dict[str, Any] = {}
     for path in sorted(db.glob("*.json")):

@@ -346,6 +346,10 @@ class Worker:
         try:
             ready = self._readline(time.monotonic() + 60)
         except WorkerError as exc:
+            try:  # it closed its stdout: let it finish exiting, so its traceback can be read
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
             err = proc.stderr.read().decode(errors="replace")[-2000:] if proc.poll() is not None and proc.stderr \
                 else ""
             self.close()

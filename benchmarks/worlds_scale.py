@@ -1,0 +1,133 @@
+"""Serving many imported worlds: start-up time and RSS with 10, 100 and 1,000 small AWM worlds installed.
+
+Each world is a copy of the pet-clinic scenario imported from tests/data/awm (4 tools, 3 tables, its
+generated FastAPI server run in a contained worker). A fresh process loads every world the way a server
+does (package import, runtime, seeded template) and reports its wall time, its RSS and how many worker
+processes it started: none, because a world's worker starts on its first tool call. The baseline, measured in
+the same run, is the same process loading no world (interpreter, mcpworld and SQLAlchemy imported).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import anyio
+
+from benchmarks.common import Row
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data" / "awm"
+COUNTS = (10, 100, 1000)
+
+PROBE = r"""
+import json, os, resource, sys, time
+began = time.perf_counter()
+from mcpworld.worlds.loader import load_world
+from mcpworld.worlds.runtime import WorldRuntime
+imported = time.perf_counter()
+root = sys.argv[1]
+names = sorted(os.listdir(root))[: int(sys.argv[2])]
+runtimes = [WorldRuntime(load_world(os.path.join(root, name))) for name in names]
+loaded = time.perf_counter()
+for runtime in runtimes:
+    runtime.template(None)
+templated = time.perf_counter()
+first_call = call_p50 = job_p50 = None
+if runtimes and sys.argv[3] == "call":
+    episode = runtimes[0].fork()
+    t = time.perf_counter()
+    result = runtimes[0].call(episode, "list_pets", {"owner_id": 1})
+    assert result.error is None, result.error
+    first_call = time.perf_counter() - t
+    samples = []
+    for i in range(20):
+        t = time.perf_counter()
+        assert runtimes[0].call(episode, "list_pets", {"owner_id": 1 + i % 2}).error is None
+        samples.append(time.perf_counter() - t)
+    from mcpworld.synth.worker import Limits, shared_worker
+    bare = shared_worker(Limits())
+    bare.run("mcpworld.synth.jobs:call_function", {"source": "def f():\n    return 1", "name": "f", "args": {}})
+    trivial = []
+    for _ in range(20):
+        t = time.perf_counter()
+        bare.run("mcpworld.synth.jobs:call_function", {"source": "def f():\n    return 1", "name": "f", "args": {}})
+        trivial.append(time.perf_counter() - t)
+    call_p50, job_p50 = sorted(samples)[10], sorted(trivial)[10]
+def ppid(pid):
+    try:
+        return open(f"/proc/{pid}/stat").read().rpartition(")")[2].split()[1]
+    except OSError:
+        return None
+children = sum(1 for p in os.listdir("/proc") if p.isdigit() and ppid(p) == str(os.getpid()))
+rss = int(next(l for l in open("/proc/self/status") if l.startswith("VmRSS")).split()[1]) / 1024
+print(json.dumps({"worlds": len(runtimes), "load_s": loaded - imported, "import_s": imported - began,
+                  "template_s": templated - loaded,
+                  "rss_mib": rss, "children": children, "first_call_s": first_call, "call_p50_s": call_p50,
+                  "job_p50_s": job_p50}))
+"""
+
+
+def _package(tmp: Path) -> Path:
+    """The pet-clinic scenario, imported once (validated, without the audit: only its loading is measured)."""
+    from mcpworld.synth.awm import import_scenario, read_references
+    from mcpworld.synth.awm_format import read_dataset
+
+    scenario = next(s for s in read_dataset(DATA) if s.key == "pet_clinic_1")
+    refs = read_references(DATA / "references.jsonl")
+    report = anyio.run(lambda: import_scenario(scenario, tmp / "source", references=refs, audit=False))
+    if not report.ok:
+        raise RuntimeError(f"the benchmark's world did not import: {report.problems}")
+    return Path(report.path or "")
+
+
+def _probe(root: Path, count: int, call: bool = False) -> dict:
+    out = subprocess.run([sys.executable, "-c", PROBE, str(root), str(count), "call" if call else "-"],
+                         capture_output=True, text=True, timeout=1800, cwd=ROOT)
+    if out.returncode != 0:
+        raise RuntimeError(f"probe failed: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def bench_worlds_scale(quick: bool) -> list[Row]:
+    counts = (10, 100) if quick else COUNTS
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        package = _package(Path(tmp))
+        root = Path(tmp) / "worlds"
+        root.mkdir()
+        for i in range(max(counts)):
+            dest = root / f"awm-clinic-{i:04d}"
+            shutil.copytree(package, dest)
+            manifest = json.loads((dest / "scenario.json").read_text())
+            manifest["name"] = dest.name
+            (dest / "scenario.json").write_text(json.dumps(manifest))
+        base = _probe(root, 0)
+        for n in counts:
+            got = _probe(root, n)
+            total_ms = (got["load_s"] + got["template_s"]) * 1000
+            rows.append(Row(f"start-up, {n:,} AWM worlds loaded + templates built", total_ms, "ms",
+                            "importing mcpworld, no world", base["import_s"] * 1000,
+                            "<= 50 ms per world", total_ms / n <= 50))
+            rows.append(Row(f"  of which templates (lazy: first episode), {n:,} worlds", got["template_s"] * 1000,
+                            "ms", "loading the packages", got["load_s"] * 1000, "informational", True))
+            rows.append(Row(f"RSS, {n:,} AWM worlds loaded ({got['children']} workers started)", got["rss_mib"],
+                            "MiB", "same process, no world", base["rss_mib"], "<= 1 MiB per world, no worker",
+                            (got["rss_mib"] - base["rss_mib"]) / n <= 1 and got["children"] == 0))
+        called = _probe(root, 1, call=True)
+        rows.append(Row("first tool call of a loaded world (starts its worker)", called["first_call_s"] * 1000, "ms",
+                        "loading that world", called["load_s"] * 1000, "<= 10 s", called["first_call_s"] <= 10))
+        rows.append(Row("AWM tool call p50 (forked worker, FastAPI request, row diff)", called["call_p50_s"] * 1000,
+                        "ms", "a trivial job in a worker", called["job_p50_s"] * 1000, "<= 250 ms",
+                        called["call_p50_s"] <= 0.25))
+    return rows
+
+
+if __name__ == "__main__":
+    from benchmarks.common import print_table
+
+    print_table(bench_worlds_scale("--quick" in sys.argv))

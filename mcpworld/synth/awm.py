@@ -1,0 +1,504 @@
+"""Serve AWM (AgentWorldModel-1K) scenarios as mcpworld worlds: `mcpworld synth import-awm DIR`.
+
+The published layout is read by `awm_format`.
+
+Each scenario becomes a thin world package. The schema and sample rows are the template (built once in
+memory, forked per episode like every world's; SQL runs under an authorizer that refuses ATTACH and
+PRAGMA). The generated server and verifiers are data files here: they run only in a contained worker
+(`awm_worker`), against a private copy of the episode's database. Tasks need a reference solution to be
+judged the mcpworld way (the final database must match the reference's, then AWM's verifier runs on top);
+references come from a JSONL file or are proposed by a model, and every task is validated and played
+against the reward-hacking audit before it is kept (see `import_scenario`).
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import re
+import shutil
+import sqlite3
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from sqlmodel import Session
+
+from mcpworld.core.llm import ChatClient, LLMError
+from mcpworld.core.models import Check, ToolCall
+from mcpworld.synth.awm_format import (
+    CLOCK,
+    AwmFormatError,
+    AwmScenario,
+    Built,
+    build_template_sql,
+    describe_tables,
+    free_columns,
+    guarded,
+    jsonl_records,
+    scenario_key,
+)
+from mcpworld.synth.signatures import proxy_tool
+from mcpworld.synth.taskspec import SynthTask, load_tasks, save_tasks
+from mcpworld.synth.worker import Limits, Worker, WorkerError, shared_worker
+from mcpworld.worlds.world import Outcome, ToolError, World, world_base
+
+MANIFEST = "scenario.json"
+SERVER_FILE = "server.py"
+VERIFIERS_FILE = "verifiers.json"
+REPORT_FILE = "report.json"
+LIMITS = Limits(cpu_s=10, wall_s=20, memory_mb=2048, file_mb=64, open_files=128)
+PRELOAD = ("json", "sqlite3", "sqlalchemy", "sqlalchemy.orm", "pydantic", "fastapi", "fastapi.testclient",
+           "mcpworld.synth.jobs", "mcpworld.synth.awm_worker")
+WORKER = "mcpworld.synth.awm_worker"
+PACKAGE_INIT = '''"""An AWM scenario imported by `mcpworld synth import-awm` (see scenario.json).
+
+server.py and verifiers.json are AWM's generated code: they run only in contained worker processes,
+never in this interpreter.
+"""
+
+from pathlib import Path
+
+from mcpworld.synth.awm import load_package
+
+world = load_package(Path(__file__).parent)
+'''
+
+
+def world_name(key: str) -> str:
+    slug = re.sub(r"-+", "-", key.replace("_", "-")).strip("-")[:56].strip("-") or "scenario"
+    return f"awm-{slug}"
+
+
+# -- the package ---------------------------------------------------------------------------------------
+
+def write_package(scenario: AwmScenario, built: Built, dest: Path, name: str) -> Path:
+    """__init__.py (ours, constant), scenario.json (schema, rows, tools later), server.py, verifiers.json."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    manifest = {
+        "name": name, "scenario_key": scenario.key, "title": scenario.name.replace("_", " ").title()[:80],
+        "description": _one_line(scenario.description or scenario.name),
+        "scenario": scenario.description.strip() or scenario.name, "clock": CLOCK.isoformat(),
+        "ddl": built.ddl, "indexes": built.indexes, "inserts": built.inserts, "tools": [],
+        "input_hash": scenario.input_hash(),
+    }
+    (dest / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
+    (dest / SERVER_FILE).write_text(scenario.full_code or "", encoding="utf-8")
+    verifiers = {str(i): {"task": t, "code": scenario.code_verifiers.get(i), "sql": scenario.sql_verifiers.get(i)}
+                 for i, t in enumerate(scenario.tasks)}
+    (dest / VERIFIERS_FILE).write_text(json.dumps(verifiers, ensure_ascii=False, indent=1), encoding="utf-8")
+    (dest / "__init__.py").write_text(PACKAGE_INIT, encoding="utf-8")
+    save_tasks(dest / "tasks.json", [])
+    return dest
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(text.split()) or "An AWM scenario"
+    return line if len(line) <= 100 else line[:97].rsplit(" ", 1)[0] + "..."
+
+
+def package_worker(path: Path) -> Worker:
+    """The scenario's warm worker: its server module imported once; started on the first call, not at load."""
+    path = path.resolve()
+    return shared_worker(LIMITS, PRELOAD, binds=(str(path),), warm=((f"{WORKER}:warm", (("path", str(path)),)),))
+
+
+def run_job(path: Path, entry: str, args: dict[str, Any]) -> Any:
+    result = package_worker(path).run(f"{WORKER}:{entry}", args)
+    if not result.ok:
+        raise ToolError(f"the scenario's worker failed: {result.error}")
+    return result.value
+
+
+def _raw(db: Session) -> Any:
+    return db.connection().connection.driver_connection
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def _clip(text: str, n: int = 1500) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def verifier_checks(path: Path, entry: dict[str, Any], initial: bytes, final: bytes, answer: str | None,
+                    clock: str, modes: tuple[str, ...] = ("code", "sql")) -> list[Check]:
+    """AWM's verifiers on one episode, as checks: code mode decides, SQL mode's findings are the judge's evidence."""
+    checks = []
+    for mode in modes:
+        spec = entry.get(mode)
+        if not spec:
+            continue
+        out = run_job(path, "verify", {"code": spec["code"], "mode": mode, "initial": _b64(initial),
+                                       "final": _b64(final), "answer": answer, "now": clock})
+        if mode == "code":
+            checks.append(Check(name="AWM code verifier says complete", passed=out["result"] == "complete",
+                                detail=_clip(json.dumps(out["raw"], default=str))))
+        else:
+            try:
+                criteria = json.loads(spec.get("raw_response") or "{}")
+            except (ValueError, TypeError):
+                criteria = {}
+            criteria = criteria if isinstance(criteria, dict) else {}
+            evidence = {"findings": out["findings"], "success_criteria": criteria.get("success_criteria", ""),
+                        "failure_criteria": criteria.get("failure_criteria", "")}
+            checks.append(Check(name="AWM SQL verifier findings (evidence for the judge)", passed=True,
+                                detail=_clip(json.dumps(evidence, default=str), 2500)))
+    return checks
+
+
+def load_package(path: str | Path) -> World:
+    """The World of an imported AWM package (its __init__.py calls this); no worker starts until a call."""
+    path = Path(path)
+    manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+    base = world_base()
+    raw = sqlite3.connect(":memory:")
+    with guarded(raw):
+        for statement in manifest["ddl"]:
+            raw.execute(statement)
+    describe_tables(raw, base.metadata)
+    free = {t: cols for t in base.metadata.tables if (cols := free_columns(raw, t))}
+    raw.close()
+    primary_keys = {name: tuple(c.name for c in t.primary_key.columns) for name, t in base.metadata.tables.items()}
+    order = [t.name for t in base.metadata.sorted_tables]
+
+    def seed(db: Session) -> None:
+        raw = _raw(db)
+        with guarded(raw):  # AWM's own DDL (checks, defaults, AUTOINCREMENT), not SQLAlchemy's reading of it
+            for table in reversed(order):
+                raw.execute(f'DROP TABLE IF EXISTS "{table}"')
+            for statement in [*manifest["ddl"], *manifest["indexes"], *manifest["inserts"]]:
+                raw.execute(statement)
+
+    def make_call(tool: str) -> Callable[[Session, dict[str, Any]], Any]:
+        def call(db: Session, arguments: dict[str, Any]) -> Any:
+            from mcpworld.core.tools import to_jsonable
+            from mcpworld.synth.sandboxed import apply_changes
+
+            out = run_job(path, "call", {"path": str(path.resolve()), "tool": tool,
+                                         "arguments": to_jsonable(arguments), "db": _b64(_raw(db).serialize()),
+                                         "seed": db.info["rng"].getrandbits(31), "now": manifest["clock"]})
+            if "error" in out:
+                raise ToolError(out["error"])
+            apply_changes(db, out["changes"], primary_keys)
+            return out["value"]
+        return call
+
+    verifiers = json.loads((path / VERIFIERS_FILE).read_text(encoding="utf-8"))
+
+    def make_verify(idx: str, modes: tuple[str, ...]) -> Callable[[Outcome], list[Check]]:
+        def verify(o: Outcome) -> list[Check]:
+            return verifier_checks(path, verifiers[idx], _raw(o.initial).serialize(), _raw(o.final).serialize(),
+                                   o.answer, manifest["clock"], modes)
+        return verify
+
+    tools = [proxy_tool(t["name"], t["description"], t["input_schema"], make_call(t["name"]),
+                        writes=t["method"] != "get", timeout_s=LIMITS.wall_s + 10) for t in manifest["tools"]]
+    tasks = []
+    for spec in load_tasks(path / "tasks.json") if (path / "tasks.json").is_file() else []:
+        task = spec.to_task()
+        idx = str(spec.meta.get("awm_task_idx"))
+        modes = tuple(spec.meta.get("verifiers") or ("code", "sql"))
+        if idx in verifiers and any(verifiers[idx].get(m) for m in modes):
+            task.verify = make_verify(idx, modes)
+        tasks.append(task)
+    return World(name=manifest["name"], title=manifest["title"], description=manifest["description"],
+                 scenario=manifest["scenario"], base=base, seed=seed, tools=tools, tasks=tasks, tags=["awm"],
+                 source=f"awm {manifest['scenario_key']}", clock=datetime.fromisoformat(manifest["clock"]),
+                 free_fields=free)
+
+
+# -- references: how each task's reference solution is found ---------------------------------------------
+
+@dataclass
+class Reference:
+    calls: list[ToolCall]
+    answer: str | None = None
+    source: str = "file"
+
+
+def read_references(path: str | Path) -> dict[tuple[str, int], Reference]:
+    """A references JSONL: {"scenario", "task_idx", "calls": [{"name", "arguments"}], "answer"?} per line.
+
+    What an agent's verified trajectories (or a person) did on the task; mcpworld checks each one anyway.
+    """
+    path = Path(path)
+    out: dict[tuple[str, int], Reference] = {}
+    for number, record in jsonl_records(path):
+        key = scenario_key(path, number, record)
+        idx = record.get("task_idx")
+        if not isinstance(idx, int):
+            raise AwmFormatError(f"{path}:{number}: no integer 'task_idx'")
+        try:
+            calls = [ToolCall.model_validate(c) for c in record.get("calls") or []]
+        except ValidationError as exc:
+            raise AwmFormatError(f"{path}:{number}: calls must be [{{'name', 'arguments'}}]: {exc}") from None
+        out[(key, idx)] = Reference(calls, record.get("answer"), "file")
+    return out
+
+
+REFERENCE_PROMPT = """You write the reference solution of a task in a simulated application.
+
+Scenario: {scenario}
+Task given to the agent: {task}
+
+Tools (name, description, JSON Schema of the arguments):
+{tools}
+
+A few rows of the starting database:
+{rows}
+
+Reply with JSON only: {{"calls": [{{"name": "<tool>", "arguments": {{...}}}}, ...], "answer": "<final answer for \
+the user, or null>"}}. Use only the tools above, with arguments taken from the task and the rows."""
+
+
+async def propose_reference(client: ChatClient, scenario: str, task: str, tools: list[dict[str, Any]],
+                            rows: dict[str, list[dict[str, Any]]]) -> Reference | None:
+    """Ask the model for the task's calls; None when its reply is not a usable plan."""
+    from mcpworld.synth.prompts import parse_json
+
+    listing = "\n".join(f"- {t['name']}: {t['description']} {json.dumps(t['input_schema'].get('properties', {}))}"
+                        for t in tools)
+    prompt = REFERENCE_PROMPT.format(scenario=scenario, task=task, tools=listing,
+                                     rows=_clip(json.dumps(rows, default=str), 6000))
+    try:
+        reply = await client.complete([{"role": "user", "content": prompt}], temperature=0.0)
+        plan = parse_json(reply.message.get("content") or "")
+        calls = [ToolCall.model_validate(c) for c in plan.get("calls") or []]
+    except (LLMError, ValueError, AttributeError):
+        return None
+    answer = plan.get("answer")
+    return Reference(calls, str(answer) if answer not in (None, "") else None, "model")
+
+
+# -- the import --------------------------------------------------------------------------------------
+
+@dataclass
+class ScenarioReport:
+    """What importing one scenario did: its world, the tasks kept, dropped (why) and repaired (why)."""
+
+    scenario: str
+    name: str
+    ok: bool = False
+    path: str | None = None
+    tools: int = 0
+    tasks_total: int = 0
+    kept: list[str] = field(default_factory=list)
+    dropped: list[dict[str, Any]] = field(default_factory=list)
+    repaired: list[dict[str, str]] = field(default_factory=list)
+    skipped_inserts: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    input_hash: str = ""
+    resumed: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _drop(report: ScenarioReport, task: str, reason: str, policy: str | None = None) -> None:
+    report.dropped.append({"task": task, "reason": reason, "policy": policy})
+
+
+async def import_scenario(scenario: AwmScenario, out_dir: Path, *, references: dict[tuple[str, int], Reference]
+                          | None = None, client: ChatClient | None = None, audit: bool = True,
+                          name: str | None = None, keep_tools: list[dict[str, Any]] | None = None) -> ScenarioReport:
+    """Convert one scenario, check every task, keep the honest ones. Never raises for bad data.
+
+    A task is kept when it has a reference solution whose calls succeed, AWM's code verifier accepts the
+    reference's final state, `mcpworld world validate` passes it (its no-op fails) and no wrong policy of
+    the reward-hacking audit passes it. A task whose AWM verifier alone accepts a no-op but whose reference
+    writes is kept as repaired: the reference's whole-database footprint now rejects the no-op.
+
+    `keep_tools` ({name, description, input_schema}, e.g. a real MCP server's) replaces what the generated
+    server's routes say about the tools of those names: their arguments all travel as the JSON body.
+    """
+    from mcpworld.worlds.validate import validate
+
+    name = name or world_name(scenario.key)
+    report = ScenarioReport(scenario=scenario.key, name=name, tasks_total=len(scenario.tasks),
+                            input_hash=scenario.input_hash())
+    dest = out_dir / name
+    try:
+        if not scenario.full_code:
+            raise ValueError("no gen_envs.jsonl record (full_code)")
+        if not scenario.tasks:
+            raise ValueError("no tasks in gen_tasks.jsonl")
+        built = build_template_sql(scenario.db_schema, scenario.sample_data)
+        report.skipped_inserts = built.skipped
+        write_package(scenario, built, dest, name)
+        try:
+            described = package_worker(dest).run(f"{WORKER}:describe", {"path": str(dest.resolve())})
+        except WorkerError as exc:  # the zygote imports the server first: a broken one stops it there
+            lines = [line for line in str(exc).splitlines() if line.strip()]
+            raise ValueError(f"the generated server does not start: {lines[-1].strip() if lines else exc}") from None
+        if not described.ok:
+            raise ValueError(f"the generated server does not start: {described.error}")
+        manifest = json.loads((dest / MANIFEST).read_text(encoding="utf-8"))
+        manifest["tools"] = _kept(described.value["tools"], keep_tools) if keep_tools else described.value["tools"]
+        (dest / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
+        report.tools = len(manifest["tools"])
+        candidates = await _candidates(scenario, dest, manifest, report, references or {}, client)
+        save_tasks(dest / "tasks.json", candidates)
+        _repairs(dest, candidates, report)
+        world, problems = validate(dest)
+        field_re = re.compile(r"^task (\S+?)(?::|$)")
+        broken: dict[str, str] = {}
+        for p in problems:
+            m = field_re.match(p.field)
+            if m is None and p.field != "tasks":
+                raise ValueError(f"{p.field}: {p.message}")
+            if m is not None:
+                broken.setdefault(m.group(1), f"{p.field}: {p.message}")
+        keep = [t for t in candidates if t.id not in broken]
+        for tid, why in broken.items():
+            _drop(report, tid, why)
+        if audit and keep and world is not None:
+            from mcpworld.synth.taskspec import audit_problems
+            from mcpworld.worlds.runtime import WorldRuntime
+
+            ids = {t.id for t in keep}  # the loaded tasks: with AWM's verifiers attached
+            audited = audit_problems(WorldRuntime(dataclasses.replace(world, tasks=[
+                t for t in world.tasks if t.id in ids])), sorted(ids))
+            for tid, d in audited.items():
+                _drop(report, tid, d.reason, d.policy)
+            keep = [t for t in keep if t.id not in audited]
+        dropped = {d["task"] for d in report.dropped}
+        report.repaired = [r for r in report.repaired if r["task"] not in dropped]
+        save_tasks(dest / "tasks.json", keep)
+        report.kept = [t.id for t in keep]
+        if not keep:
+            raise ValueError(f"no honest task: all {len(scenario.tasks)} were dropped (see `dropped`)")
+        report.ok, report.path = True, str(dest)
+    except (ValueError, ToolError, OSError, sqlite3.Error) as exc:
+        report.problems.append(str(exc))
+    finally:
+        package_worker(dest).close()  # a batch of a thousand scenarios must not leave a thousand zygotes
+    if report.ok:
+        (dest / REPORT_FILE).write_text(json.dumps(report.to_json(), indent=1, default=str), encoding="utf-8")
+    elif dest.is_dir():  # nothing half-imported is left behind: the report says why
+        shutil.rmtree(dest, ignore_errors=True)
+    return report
+
+
+def _kept(described: list[dict[str, Any]], real: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The generated routes under the real tools' names, descriptions and schemas (a twin's contract)."""
+    routes = {t["name"]: t for t in described}
+    missing = [t["name"] for t in real if t["name"] not in routes]
+    if missing:
+        raise ValueError(f"the generated server has no route for {', '.join(missing)}")
+    out = []
+    for tool in real:
+        route = dict(routes[tool["name"]])
+        schema = tool.get("input_schema") or {"type": "object", "properties": {}}
+        where = {p: route["where"].get(p, "body") for p in schema.get("properties") or {}}
+        route.update(description=tool.get("description") or tool["name"], input_schema=schema, where=where,
+                     body_mode=route["body_mode"] or ("fields" if "body" in where.values() else None))
+        out.append(route)
+    return out
+
+
+async def _candidates(scenario: AwmScenario, dest: Path, manifest: dict[str, Any], report: ScenarioReport,
+                      references: dict[tuple[str, int], Reference], client: ChatClient | None) -> list[SynthTask]:
+    """One task per AWM task that has a verifier and a reference; the others are dropped here, with why."""
+    rows: dict[str, list[dict[str, Any]]] = {}
+    if client is not None:
+        rows = _sample_rows(dest)
+    known = {t["name"] for t in manifest["tools"]}
+    out = []
+    for idx, instruction in enumerate(scenario.tasks):
+        tid = f"task-{idx}"
+        modes = [m for m, table in (("code", scenario.code_verifiers), ("sql", scenario.sql_verifiers)) if idx in table]
+        if not modes:
+            _drop(report, tid, "no verifier in gen_verifier.pure_code.jsonl or gen_verifier.jsonl")
+            continue
+        ref = references.get((scenario.key, idx))
+        if ref is None and client is not None:
+            ref = await propose_reference(client, scenario.description or scenario.name, instruction,
+                                          manifest["tools"], rows)
+        if ref is None:
+            _drop(report, tid, "no reference solution (give --references FILE, or --model to have one proposed and "
+                               "checked)")
+            continue
+        unknown = [c.name for c in ref.calls if c.name not in known]
+        if unknown:
+            _drop(report, tid, f"the reference ({ref.source}) calls unknown tools: {', '.join(unknown)}")
+            continue
+        out.append(SynthTask(id=tid, instruction=instruction, kind="state", solution=ref.calls, answer=ref.answer,
+                             source="awm", world=manifest["name"],
+                             split="test" if idx % 4 == 3 else "train",
+                             meta={"awm_task_idx": idx, "verifiers": modes, "reference": ref.source}))
+    return out
+
+
+def _sample_rows(dest: Path, per_table: int = 3) -> dict[str, list[dict[str, Any]]]:
+    manifest = json.loads((dest / MANIFEST).read_text(encoding="utf-8"))
+    conn = sqlite3.connect(":memory:")
+    with guarded(conn):
+        for statement in [*manifest["ddl"], *manifest["inserts"]]:
+            conn.execute(statement)
+    out = {}
+    for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"):
+        cur = conn.execute(f'SELECT * FROM "{table}" LIMIT ?', (per_table,))
+        out[table] = [dict(zip([d[0] for d in cur.description], r)) for r in cur]
+    conn.close()
+    return out
+
+
+def _repairs(dest: Path, candidates: list[SynthTask], report: ScenarioReport) -> None:
+    """Tasks whose AWM code verifier passes a no-op (AWM issue #16): kept only if the reference writes."""
+    from mcpworld.worlds.loader import load_world
+    from mcpworld.worlds.runtime import WorldRuntime
+
+    runtime = WorldRuntime(load_world(dest))
+    verifiers = json.loads((dest / VERIFIERS_FILE).read_text(encoding="utf-8"))
+    clock = json.loads((dest / MANIFEST).read_text(encoding="utf-8"))["clock"]
+    initial = runtime.template(None).data
+    for task in candidates:
+        entry = verifiers[str(task.meta["awm_task_idx"])]
+        if not entry.get("code"):
+            continue
+        try:
+            checks = verifier_checks(dest, entry, initial, initial, None, clock, ("code",))
+        except ToolError:  # a verifier that does not run: validation drops its task, with the error
+            continue
+        if checks and checks[0].passed:
+            if runtime.reference_states(runtime.tasks[task.id])[0].is_empty:
+                continue  # validation drops it: nothing but the verifier could tell a no-op apart
+            report.repaired.append({"task": task.id, "reason": "AWM's code verifier passes a no-op (the target "
+                                    "already holds in the initial database); the reference's whole-database "
+                                    "footprint check now rejects it"})
+
+
+def summarize(reports: list[ScenarioReport]) -> dict[str, Any]:
+    """Totals for the import report: worlds, tasks kept, dropped by reason, repaired."""
+    reasons: dict[str, int] = {}
+    for r in reports:
+        for d in r.dropped:
+            key = f"wrong policy {d['policy']} passed" if d.get("policy") else _reason_kind(d["reason"])
+            reasons[key] = reasons.get(key, 0) + 1
+    return {"scenarios": len(reports), "imported": sum(r.ok for r in reports),
+            "failed": [f"{r.scenario}: {'; '.join(r.problems)}" for r in reports if not r.ok],
+            "resumed": sum(r.resumed for r in reports), "tasks": sum(r.tasks_total for r in reports),
+            "kept": sum(len(r.kept) for r in reports), "dropped": sum(len(r.dropped) for r in reports),
+            "dropped_by_reason": dict(sorted(reasons.items(), key=lambda kv: -kv[1])),
+            "repaired": sum(len(r.repaired) for r in reports)}
+
+
+def _reason_kind(reason: str) -> str:
+    for needle, label in (("no reference", "no reference solution"), ("no verifier", "no verifier"),
+                          ("no-op episode passes", "a no-op passes"), ("reference solution fails", "the reference "
+                          "fails AWM's verifier"), ("unknown tools", "reference calls unknown tools"),
+                          ("failed:", "a reference call failed")):
+        if needle in reason:
+            return label
+    return reason.split(":")[0][:60]
+
+
+__all__ = ["Reference", "ScenarioReport", "import_scenario", "load_package", "read_references", "summarize"]

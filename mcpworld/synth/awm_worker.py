@@ -1,0 +1,376 @@
+"""Worker side of imported AWM scenarios: their FastAPI + SQLAlchemy server and verifiers, run contained.
+
+Only a worker imports this module (jobs name it as `mcpworld.synth.awm_worker:<function>`). The zygote
+warms up once per world: it executes the scenario's generated server module (never its `uvicorn.run`),
+with SQLAlchemy's `create_engine` replaced by one whose connections open whichever database file the
+current job points at. Each job then runs in a forked child:
+
+- `call`: the episode's database (serialized bytes) is written to a private file, the endpoint behind the
+  tool is requested through FastAPI's in-process test client (routing, validation and dependencies
+  exactly as over HTTP), and the rows it changed are read back from the change-log triggers the template
+  carries, for the server to apply in the call's transaction;
+- `verify`: AWM's verification function receives the initial and final database paths (read-only copies,
+  without mcpworld's change log) and, in code mode, the final answer;
+- `describe`: the tools FastApiMCP would expose (one per operation id, path + query + body fields merged
+  into one input schema).
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import json
+import os
+import re
+import sqlite3
+import sys
+import tempfile
+import types
+from pathlib import Path
+from typing import Any
+
+SERVER_FILE = "server.py"
+CHANGES_TABLE = "_mcpworld_changes"  # the runtime's change log (mcpworld.worlds.runtime.CHANGES_TABLE)
+_state: dict[str, Any] = {}
+
+
+# -- warm-up: the scenario's server, with its engine redirected ---------------------------------------
+
+class _CurrentConnection:
+    """The job's in-memory database, whichever engine of the generated code asks (its pool keeps this proxy)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_state["conn"], name)
+
+
+def _redirect_engines() -> None:
+    """Every engine the generated code creates uses the current job's database, whatever its URL says."""
+    import sqlalchemy
+    from sqlalchemy.pool import StaticPool
+
+    real = sqlalchemy.create_engine
+    proxy = _CurrentConnection()
+
+    def create_engine(*args: Any, **kwargs: Any) -> Any:
+        return real("sqlite://", creator=lambda: proxy, poolclass=StaticPool)
+
+    sqlalchemy.create_engine = create_engine  # type: ignore[assignment]
+    try:
+        import sqlalchemy.engine as engine_module
+
+        engine_module.create_engine = create_engine  # type: ignore[assignment]
+        import sqlmodel
+
+        sqlmodel.create_engine = create_engine  # type: ignore[assignment]
+    except ImportError:
+        pass
+
+
+def _open(data: bytes | None = None) -> sqlite3.Connection:
+    conn = sqlite3.connect(":memory:", check_same_thread=False)
+    if data is not None:
+        conn.deserialize(data)
+    return conn
+
+
+def warm(path: str) -> None:
+    """Import the scenario's server module once (zygote start-up); children fork from it."""
+    _state["conn"] = _open()
+    os.environ["DATABASE_PATH"] = os.path.join(tempfile.mkdtemp(prefix="awm-warm-"), "unused.db")
+    _redirect_engines()
+    source = (Path(path) / SERVER_FILE).read_text(encoding="utf-8")
+    module = types.ModuleType("awm_server")
+    module.__file__ = str(Path(path) / SERVER_FILE)
+    sys.modules["awm_server"] = module
+    exec(compile(source, module.__file__, "exec"), module.__dict__)
+    app = module.__dict__.get("app")
+    if app is None or not hasattr(app, "openapi"):
+        raise RuntimeError("the scenario's server defines no FastAPI `app`")
+    _state["app"] = app
+    _state["routes"] = {t["name"]: t for t in _tool_specs(app)}
+    _prime(app, path)
+
+
+def _prime(app: Any, path: str) -> None:
+    """Do once here what every forked call would otherwise redo: configure the ORM, and request each GET route
+    that needs no argument against the seeded rows (the first request of a route costs several times the next)."""
+    import asyncio
+
+    import httpx
+
+    try:
+        from sqlalchemy.orm import configure_mappers
+
+        configure_mappers()
+    except Exception:  # a broken mapper shows up, with its message, on the call that uses it
+        pass
+    manifest = Path(path) / "scenario.json"
+    seeded = _open()
+    if manifest.is_file():
+        spec = json.loads(manifest.read_text(encoding="utf-8"))
+        for statement in [*spec.get("ddl", []), *spec.get("inserts", [])]:
+            try:
+                seeded.execute(statement)
+            except sqlite3.Error:
+                pass
+    _state["conn"] = seeded
+    routes = ["/__mcpworld_warm_up__"] + [t["path"] for t in _state["routes"].values()
+                                          if t["method"] == "get" and "{" not in t["path"]
+                                          and not t["input_schema"].get("required")]
+
+    async def probe() -> None:
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://awm.local") as client:
+            for route in routes:
+                await client.get(route)
+
+    try:
+        asyncio.run(probe())
+    except Exception:  # priming is an optimization: a route that breaks here breaks, with its message, on its call
+        pass
+    _state["conn"] = _open()
+
+
+def _app(path: str) -> Any:
+    if "app" not in _state:
+        warm(path)
+    return _state["app"]
+
+
+# -- tools as FastApiMCP exposes them -----------------------------------------------------------------
+
+def _refs_to_defs(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: (v.replace("#/components/schemas/", "#/$defs/") if k == "$ref" and isinstance(v, str)
+                    else _refs_to_defs(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_refs_to_defs(v) for v in value]
+    return value
+
+
+def _tool_specs(app: Any) -> list[dict[str, Any]]:
+    """One tool per operation: its id as the name, path/query parameters and body fields as one schema."""
+    spec = app.openapi()
+    components = _refs_to_defs((spec.get("components") or {}).get("schemas") or {})
+    out = []
+    for route, operations in (spec.get("paths") or {}).items():
+        for method, op in operations.items():
+            if method not in ("get", "post", "put", "patch", "delete") or not isinstance(op, dict):
+                continue
+            name = op.get("operationId") or f"{method}_{re.sub(r'[^a-z0-9]+', '_', route.lower()).strip('_')}"
+            props: dict[str, Any] = {}
+            required: list[str] = []
+            where: dict[str, str] = {}
+            for param in op.get("parameters") or []:
+                if param.get("in") not in ("path", "query"):
+                    continue
+                schema = _refs_to_defs(dict(param.get("schema") or {}))
+                if param.get("description"):
+                    schema.setdefault("description", param["description"])
+                props[param["name"]] = schema
+                where[param["name"]] = param["in"]
+                if param.get("required"):
+                    required.append(param["name"])
+            body = ((op.get("requestBody") or {}).get("content") or {}).get("application/json", {}).get("schema")
+            body_mode = None
+            if body:
+                body = _refs_to_defs(body)
+                target = components.get(body["$ref"].split("/")[-1], {}) if "$ref" in body else body
+                if target.get("type") == "object" and target.get("properties"):
+                    body_mode = "fields"
+                    for field, schema in target["properties"].items():
+                        props[field] = schema
+                        where[field] = "body"
+                    required += [f for f in target.get("required") or [] if f not in required]
+                else:
+                    body_mode = "whole"
+                    props["body"] = body
+                    where["body"] = "body"
+                    if (op.get("requestBody") or {}).get("required"):
+                        required.append("body")
+            schema: dict[str, Any] = {"type": "object", "properties": props}
+            if required:
+                schema["required"] = required
+            if components:
+                schema["$defs"] = components
+            text = " ".join(p for p in (op.get("summary"), op.get("description")) if p) or name
+            out.append({"name": name, "description": text, "input_schema": schema, "method": method,
+                        "path": route, "where": where, "body_mode": body_mode})
+    return out
+
+
+def describe(path: str) -> dict[str, Any]:
+    """The tools of the scenario's server, for the package manifest."""
+    _app(path)
+    return {"tools": [{k: v for k, v in t.items()} for t in _state["routes"].values()]}
+
+
+# -- one tool call --------------------------------------------------------------------------------------
+
+def _pk_columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    rows = conn.execute(f'PRAGMA table_info("{table}")').fetchall()
+    return [r[1] for r in sorted((r for r in rows if r[5]), key=lambda r: r[5])]
+
+
+def _key_sql(pk: list[str]) -> str:
+    return " || '|' || ".join(f'CAST("{c}" AS TEXT)' for c in pk)
+
+
+def _row(conn: sqlite3.Connection, table: str, key: str) -> dict[str, Any] | None:
+    cur = conn.execute(f'SELECT * FROM "{table}" WHERE {_key_sql(_pk_columns(conn, table))} = ?', (key,))
+    values = cur.fetchone()
+    return None if values is None else dict(zip([d[0] for d in cur.description], values))
+
+
+def _changes(before: sqlite3.Connection, after: sqlite3.Connection) -> list[dict[str, Any]]:
+    out = []
+    for table, key in after.execute(f"SELECT tbl, pk FROM {CHANGES_TABLE}").fetchall():
+        old, new = _row(before, table, key), _row(after, table, key)
+        if old != new:
+            out.append({"table": table, "before": old, "after": new})
+    return out
+
+
+def _request(spec: dict[str, Any], arguments: dict[str, Any]) -> tuple[str, dict[str, Any], Any]:
+    url = spec["path"]
+    query: dict[str, Any] = {}
+    body: Any = None
+    for name, value in arguments.items():
+        where = spec["where"].get(name, "body" if spec["body_mode"] == "fields" else "query")
+        if where == "path":
+            url = url.replace("{" + name + "}", str(value))
+        elif where == "query":
+            query[name] = value
+        elif spec["body_mode"] == "whole":
+            body = value
+        else:
+            body = {**(body or {}), name: value}
+    if spec["body_mode"] == "fields" and body is None:
+        body = {}
+    return url, query, body
+
+
+def _error_text(response: Any) -> str:
+    try:
+        detail = response.json().get("detail", response.json())
+    except (ValueError, AttributeError):
+        detail = response.text
+    return f"HTTP {response.status_code}: {json.dumps(detail, default=str)[:1500]}"
+
+
+def _freeze_server_clock(now: str, seed: int) -> None:
+    """The world's clock for this call, also where the server module imported `datetime` by name."""
+    import datetime as dt
+
+    from mcpworld.synth.jobs import freeze_time
+
+    real = {id(dt.datetime): "datetime", id(dt.date): "date"}
+    freeze_time(now, seed)
+    module = sys.modules.get("awm_server")
+    for name, value in list(vars(module).items()) if module is not None else []:
+        if id(value) in real:
+            setattr(module, name, getattr(dt, real[id(value)]))
+
+
+def call(path: str, tool: str, arguments: dict[str, Any], db: str, seed: int, now: str) -> dict[str, Any]:
+    """Run the endpoint behind `tool` on a private copy of the episode's database; its result and row changes."""
+    import asyncio
+
+    import httpx
+
+    app = _app(path)
+    spec = _state["routes"].get(tool)
+    if spec is None:
+        return {"error": f"unknown tool {tool!r}"}
+    data = base64.b64decode(db)
+    conn = _state["conn"] = _open(data)
+    conn.execute(f"DELETE FROM {CHANGES_TABLE}")
+    conn.commit()
+    _freeze_server_clock(now, seed)
+    url, query, body = _request(spec, arguments)
+
+    async def send() -> Any:
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=True)
+        async with httpx.AsyncClient(transport=transport, base_url="http://awm.local") as client:
+            return await client.request(spec["method"].upper(), url, params=query or None, json=body)
+
+    try:
+        response = asyncio.run(send())
+    except Exception as exc:  # the endpoint raised: a server error, with what it said (its writes are dropped)
+        first = str(exc).splitlines()[0][:500] if str(exc) else ""
+        return {"error": f"{tool}: internal server error: {type(exc).__name__}" + (f": {first}" if first else "")}
+    if response.status_code >= 400:
+        return {"error": f"{tool}: {_error_text(response)}"}
+    try:
+        value = response.json()
+    except ValueError:
+        value = response.text
+    return {"value": value, "changes": _changes(_open(data), conn)}
+
+
+# -- AWM verifiers ------------------------------------------------------------------------------------
+
+def _plain_copy(data: bytes, name: str) -> str:
+    """A read-only database file without mcpworld's change log (what AWM's verifiers were written against)."""
+    file = Path(name).resolve()
+    file.write_bytes(data)
+    conn = sqlite3.connect(file)
+    for (trigger,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE "
+                                   "'_mcpworld%'").fetchall():
+        conn.execute(f'DROP TRIGGER "{trigger}"')
+    conn.execute(f"DROP TABLE IF EXISTS {CHANGES_TABLE}")
+    conn.commit()
+    conn.execute("VACUUM")
+    conn.close()
+    file.chmod(0o444)
+    return str(file)
+
+
+def function_name(code: str, default: str) -> str:
+    """The verifier's function: the first `def verify_...` in the code (AWM's own rule), else `default`."""
+    for line in code.splitlines():
+        line = line.strip()
+        if line.startswith("def verify_") and "(" in line:
+            return line.split("(")[0].replace("def ", "").strip()
+    return default
+
+
+def _call_verifier(fn: Any, initial: str, final: str, answer: str | None, with_answer: bool) -> Any:
+    params = inspect.signature(fn).parameters
+    kwargs: dict[str, Any] = {}
+    if "initial_db_path" in params:
+        kwargs["initial_db_path"] = initial
+    if "final_db_path" in params:
+        kwargs["final_db_path"] = final
+    if with_answer and "final_answer" in params:
+        kwargs["final_answer"] = answer or ""
+    if not kwargs and len(params) >= 2:
+        return fn(*([initial, final, answer or ""][:3 if with_answer and len(params) >= 3 else 2]))
+    return fn(**kwargs)
+
+
+def verify(code: str, mode: str, initial: str, final: str, answer: str | None, now: str) -> dict[str, Any]:
+    """Run one AWM verification function on the episode's initial and final databases.
+
+    code mode returns {"result": "complete" | "others", "raw": ...}; sql mode returns the function's
+    findings (a dict of what its queries saw), which are evidence for the judge.
+    """
+    from mcpworld.synth.jobs import freeze_time
+
+    first = _plain_copy(base64.b64decode(initial), "initial.db")
+    last = _plain_copy(base64.b64decode(final), "final.db")
+    freeze_time(now, 0)
+    namespace: dict[str, Any] = {"sqlite3": sqlite3, "json": json, "os": os, "re": re, "__name__": "awm_verifier"}
+    exec(compile(code, "<awm verifier>", "exec"), namespace)
+    name = function_name(code, "verify_task_completion" if mode == "code" else "verify_task")
+    fn = namespace.get(name)
+    if not callable(fn):
+        raise ValueError(f"the verifier defines no function {name!r}")
+    raw = _call_verifier(fn, first, last, answer, with_answer=mode == "code")
+    raw = json.loads(json.dumps(raw, default=str))
+    if mode != "code":
+        return {"findings": raw}
+    if not isinstance(raw, dict) or "result" not in raw:
+        raise ValueError(f"a code verifier returns {{'result': 'complete' | 'others'}}, not {type(raw).__name__}")
+    result = str(raw.get("result") or "").lower()
+    return {"result": result if result in ("complete", "others") else "others", "raw": raw}

@@ -1,0 +1,216 @@
+"""AWM's published format imported as worlds: a hand-built AgentWorldModel-1K folder (tests/data/awm, the seven
+gen_*.jsonl files) imports, serves over MCP with isolated episodes, verifies with both of AWM's verifier modes,
+and every task is audited: the no-op-passing one is caught, a weak verifier is repaired, a broken scenario is
+reported and skipped, and a second run resumes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import mcp_types as types
+import pytest
+from click.testing import CliRunner
+from mcp import Client, StdioServerParameters
+
+from mcpworld.agent.trajectory import Trajectory
+from mcpworld.core.llm import ChatClient
+from mcpworld.core.llm_replay import ReplayLLM, serve
+from mcpworld.core.protocol import EpisodeControl
+from mcpworld.core.testing import free_port
+from mcpworld.synth.awm_format import read_dataset
+from mcpworld.synth.cli import synth_group
+from mcpworld.trainer.rewards import JudgeReward
+from mcpworld.worlds.loader import load_world
+from mcpworld.worlds.runtime import WorldRuntime
+from mcpworld.worlds.server import WorldServer
+
+DATA = Path(__file__).parent / "data" / "awm"
+
+
+def run_cli(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(synth_group, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    out = tmp_path_factory.mktemp("awm")
+    code, output = run_cli("import-awm", str(DATA), "--references", str(DATA / "references.jsonl"), "-o", str(out),
+                           "--parallel", "2", "--json")
+    assert code == 0, output
+    report = json.loads(output[output.index("{"):])
+    return {"out": out, "report": report, "scenarios": {s["scenario"]: s for s in report["scenarios"]}}
+
+
+def text(result: types.CallToolResult) -> str:
+    return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
+
+
+def test_every_published_file_is_read_by_its_normalized_scenario_name() -> None:
+    scenarios = {s.key: s for s in read_dataset(DATA)}
+    assert list(scenarios) == ["pet_clinic_1", "library_loans", "bakery_orders", "ghost_gym"]
+    pet = scenarios["pet_clinic_1"]
+    assert len(pet.tasks) == 7 and pet.db_schema and pet.sample_data and "FastAPI" in (pet.full_code or "")
+    assert sorted(pet.code_verifiers) == [0, 1, 2, 3, 5, 6] and sorted(pet.sql_verifiers) == [1, 4]
+    assert scenarios["ghost_gym"].full_code is None and scenarios["ghost_gym"].db_schema is None
+
+
+def test_import_report_says_what_was_kept_dropped_and_repaired_and_why(imported: dict) -> None:
+    summary, pet = imported["report"]["summary"], imported["scenarios"]["pet_clinic_1"]
+    assert summary["scenarios"] == 4 and summary["imported"] == 2
+    assert pet["ok"] and pet["tools"] == 4 and pet["kept"] == ["task-0", "task-1", "task-3", "task-4", "task-6"]
+    dropped = {d["task"]: d["reason"] for d in pet["dropped"]}
+    # AWM issue #16: the target already holds in the initial database, so a no-op passes AWM's own verifier
+    assert "a no-op episode passes" in dropped["task-2"]
+    assert "no reference solution" in dropped["task-5"]
+    # a verifier that only checks that a row exists for Luna passes a no-op: the reference's footprint guards it
+    assert [r["task"] for r in pet["repaired"]] == ["task-6"]
+    assert summary["dropped_by_reason"] == {"no reference solution": 1, "a no-op passes": 1}
+    assert summary["repaired"] == 1 and summary["kept"] == 7
+    # sample rows that break the schema or a foreign key are left out of the template, and listed
+    assert any("2 values for 3 columns" in s for s in pet["skipped_inserts"])
+    assert any("FOREIGN KEY" in s and "Ghost" in s for s in pet["skipped_inserts"])
+    failed = {s: r["problems"][0] for s, r in imported["scenarios"].items() if not r["ok"]}
+    assert "does not start" in failed["bakery_orders"] and "declarative_bass" in failed["bakery_orders"]
+    assert "no gen_envs.jsonl record" in failed["ghost_gym"]
+    assert not (imported["out"] / "awm-ghost-gym").exists() and not (imported["out"] / "awm-bakery-orders").exists()
+
+
+def test_tools_keep_awm_names_and_episodes_are_isolated_over_mcp(imported: dict) -> None:
+    world = load_world(imported["out"] / "awm-pet-clinic-1")
+    server = WorldServer(WorldRuntime(world))
+
+    async def main() -> None:
+        async with Client(server.server) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert set(tools) == {"list_pets", "get_appointment", "create_appointment", "cancel_appointment"}
+            assert set(tools["create_appointment"].input_schema["properties"]) == {"pet_id", "date"}
+            assert tools["list_pets"].annotations.read_only_hint
+            assert not tools["cancel_appointment"].annotations.read_only_hint
+            ctl = EpisodeControl(client)
+            a, b = (await ctl.start("task-1")).episode, (await ctl.start("task-1")).episode
+            done = await ctl.call(a, "cancel_appointment", {"appointment_id": 2})
+            assert not done.is_error and '"cancelled"' in text(done)
+            again = await ctl.call(a, "cancel_appointment", {"appointment_id": 2})
+            assert again.is_error and "already cancelled" in text(again)  # the generated server's own 400
+            seen = await ctl.call(b, "get_appointment", {"appointment_id": 2})
+            assert '"scheduled"' in text(seen), "episode A's write leaked into episode B"
+            bad = await ctl.call(b, "get_appointment", {"appointment_id": "two"})
+            assert bad.is_error
+            passed = (await ctl.verify(a)).verdict
+            assert passed.passed, passed.checks
+            names = [c.name for c in passed.checks]
+            assert "AWM code verifier says complete" in names
+            sql = next(c for c in passed.checks if c.name.startswith("AWM SQL verifier findings"))
+            assert '"final_status": "cancelled"' in sql.detail and "success_criteria" in sql.detail
+            noop = (await ctl.verify(b)).verdict
+            assert not noop.passed
+            code = next(c for c in noop.checks if c.name == "AWM code verifier says complete")
+            assert not code.passed and '"status": "scheduled"' in code.detail
+
+    anyio.run(main)
+
+
+def test_sql_mode_findings_reach_the_code_augmented_judge(imported: dict) -> None:
+    runtime = WorldRuntime(load_world(imported["out"] / "awm-pet-clinic-1"))
+    episode = runtime.fork("task-4")
+    assert runtime.call(episode, "cancel_appointment", {"appointment_id": 1}).error is None
+    verdict = runtime.verify(episode, "Cancelled.")
+    episode.close()
+    assert verdict.passed and [c.name for c in verdict.checks] == [
+        "final state matches the reference", "AWM SQL verifier findings (evidence for the judge)"]
+    llm = ReplayLLM({"Automatic checks": [{"role": "assistant", "content": json.dumps(
+        {"classification": "complete", "reason": "appointment 1 went from scheduled to cancelled"})}]})
+    with serve(llm, free_port()) as base:
+        judge = JudgeReward(ChatClient(base_url=base, model="judge"), {"task-4": "Cancel Rex's appointment 1."})
+        trajectory = Trajectory(server="awm-pet-clinic-1", task="task-4", policy="test", verdict=verdict,
+                                messages=[{"role": "system", "content": ""}, {"role": "user", "content": ""}])
+        reward = anyio.run(judge, trajectory)
+    assert reward.value == 1.0 and reward.label == "complete"
+    prompt = llm.requests[0]["messages"][0]["content"]
+    assert '"initial_status": "scheduled"' in prompt and '"final_status": "cancelled"' in prompt
+    assert "final_status is 'cancelled'" in prompt  # AWM's success criteria travel with the findings
+
+
+def test_weak_verifier_is_guarded_by_the_reference_footprint(imported: dict) -> None:
+    runtime = WorldRuntime(load_world(imported["out"] / "awm-pet-clinic-1"))
+    # task-3's AWM verifier only counts appointments: booking the wrong pet satisfies it, the reference does not
+    episode = runtime.fork("task-3")
+    runtime.call(episode, "create_appointment", {"pet_id": 1, "date": "2026-06-12"})
+    verdict = runtime.verify(episode, None)
+    episode.close()
+    checks = {c.name: c for c in verdict.checks}
+    assert checks["AWM code verifier says complete"].passed
+    assert not checks["final state matches the reference"].passed and "pet_id" in checks[
+        "final state matches the reference"].detail
+    assert not verdict.passed
+
+
+def test_second_run_resumes_and_only_and_limit_select(imported: dict, tmp_path: Path) -> None:
+    out = tmp_path / "again"
+    shutil.copytree(imported["out"], out)
+    began = time.monotonic()
+    code, output = run_cli("import-awm", str(DATA), "--references", str(DATA / "references.jsonl"), "-o", str(out))
+    assert code == 0 and "(4 resumed)" in output, output
+    assert time.monotonic() - began < 20
+    code, output = run_cli("import-awm", str(DATA), "--only", "Ghost Gym", "-o", str(tmp_path / "one"), "--json")
+    report = json.loads(output[output.index("{"):])
+    assert code == 1 and [s["scenario"] for s in report["scenarios"]] == ["ghost_gym"]
+    code, output = run_cli("import-awm", str(DATA), "--limit", "0", "-o", str(tmp_path / "none"), "--json")
+    assert code == 0 and json.loads(output[output.index("{"):])["scenarios"] == []
+
+
+def test_bad_input_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    (tmp_path / "gen_tasks.jsonl").write_text("{}\n")
+    code, output = run_cli("import-awm", str(tmp_path))
+    assert code != 0 and "no gen_scenario.jsonl" in output and "gen_envs.jsonl" in output
+    code, output = run_cli("import-awm", str(DATA), "--only", "nowhere_1")
+    assert code != 0 and "no scenario named nowhere_1" in output and "pet_clinic_1" in output
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "gen_scenario.jsonl").write_text('{"name": "A"}\nnot json\n')
+    code, output = run_cli("import-awm", str(broken))
+    assert code != 0 and "gen_scenario.jsonl:2: not JSON" in output
+
+
+def test_a_model_proposes_references_and_each_is_checked(tmp_path: Path) -> None:
+    calls = {"Check out Dune": {"calls": [{"name": "search_books", "arguments": {"q": "Dune"}},
+                                          {"name": "checkout_book", "arguments": {"book_id": 1, "member": "Ana"}}]},
+             "Loan 1 has come back": {"calls": [{"name": "return_loan", "arguments": {"loan_id": 3}}]}}
+    llm = ReplayLLM({key: [{"role": "assistant", "content": json.dumps(plan)}] for key, plan in calls.items()})
+    with serve(llm, free_port()) as base:
+        code, output = run_cli("import-awm", str(DATA), "--only", "library_loans", "--model", "m", "--base-url", base,
+                               "-o", str(tmp_path), "--json")
+    report = json.loads(output[output.index("{"):])["scenarios"][0]
+    assert code == 0 and report["kept"] == ["task-0"], report
+    # the model's plan for task-1 returns a loan that does not exist: the reference fails, so the task is dropped
+    assert [d["task"] for d in report["dropped"]] == ["task-1"] and "Loan not found" in report["dropped"][0]["reason"]
+    assert len(llm.requests) == 2 and "checkout_book" in llm.requests[0]["messages"][0]["content"]
+
+
+def test_installed_scenario_is_served_over_stdio(isolated_home: Path) -> None:
+    code, output = run_cli("import-awm", str(DATA), "--references", str(DATA / "references.jsonl"), "--only",
+                           "library_loans", "--install", "--no-audit", "--registry", "http://127.0.0.1:9")
+    assert code == 0 and "ok   awm-library-loans" in output and "not reachable" in output, output
+    assert (isolated_home / "worlds" / "awm-library-loans" / "report.json").is_file()
+    assert (isolated_home / "awm-import.json").is_file()
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mcpworld", "serve", "world",
+                                                                 "awm-library-loans", "--stdio"],
+                                   env={**os.environ, "MCPWORLD_HOME": str(isolated_home)})
+
+    async def main() -> None:
+        async with Client(params) as client:
+            assert {t.name for t in (await client.list_tools()).tools} == {"search_books", "checkout_book",
+                                                                           "return_loan"}
+            found = await client.call_tool("search_books", {"q": "dune"})
+            assert not found.is_error and "Frank Herbert" in text(found)
+            lent = await client.call_tool("checkout_book", {"book_id": 2, "member": "Ana"})
+            assert lent.is_error and "No copy of this book is available" in text(lent)
+
+    anyio.run(main)
