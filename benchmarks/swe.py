@@ -1,14 +1,19 @@
-"""SWE sandbox benchmarks: workspace creation on a ~50 MB repository, editor view / str_replace, LSP definition.
+"""SWE sandbox benchmarks: workspace creation on a ~50 MB repository, editor view / str_replace, LSP definition,
+grading an instance, and `mcpworld swe grade` start-up.
 
-Every figure has a baseline measured in the same run: a full `cp -r` copy of the checkout, a plain file read, and a
-`grep -rn` for the symbol.
+Every figure has a baseline measured in the same run: a full `cp -r` copy of the checkout, a plain file read, a
+`grep -rn` for the symbol, the instance's test command run directly on an already patched checkout, and a bare
+`python -c pass`.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -16,9 +21,11 @@ from pathlib import Path
 from benchmarks.common import Row, p50, timed
 from mcpworld.swe.builder import build_instances
 from mcpworld.swe.editor import Editor
+from mcpworld.swe.grading import grade, reset_test_files
 from mcpworld.swe.instances import load_instances
 from mcpworld.swe.lsp import LspSession
-from mcpworld.swe.workspace import RepoCache, WorkspacePool, git
+from mcpworld.swe.shell import LocalBackend, scrubbed_env
+from mcpworld.swe.workspace import RepoCache, WorkspacePool, apply_patch, git
 
 
 def make_repo(dest: Path, megabytes: int = 50) -> Path:
@@ -130,11 +137,62 @@ def bench_lsp(quick: bool, tmp: Path) -> list[Row]:
     ]
 
 
+def bench_grading(quick: bool, tmp: Path) -> list[Row]:
+    """One instance graded (fresh checkout, both patches, contained test run, log parsed) against its test command
+    run directly (plain subprocess) on a checkout already patched, alternating so both see the same machine."""
+    n = 5 if quick else 15
+    inst = next(i for i in load_instances(build_instances(tmp / "grade-built")) if i.instance_id.endswith("calc-1"))
+    pool = WorkspacePool(RepoCache(tmp / "grade-cache"), warm=1, base_dir=str(tmp))
+    backend = LocalBackend()
+    commit = pool.cache.commit(inst.repo_source, inst.base_commit)
+    ready = pool.acquire(inst.repo_source, commit, "direct")
+    apply_patch(ready.root, inst.patch)
+    reset_test_files(ready.root, commit, inst.test_patch_files)
+    apply_patch(ready.root, inst.test_patch, "test_patch")
+    env = {**scrubbed_env(ready.home), "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    graded, direct = [], []
+    try:
+        pool.prepare(inst.repo_source, commit, "minicalc")
+        for _ in range(n):
+            pool.wait_ready()  # between episodes the pool has a checkout ready, as in serving
+            t = time.perf_counter()
+            g = grade(inst, inst.patch, pool, backend, 120)
+            graded.append(time.perf_counter() - t)
+            assert g.report["resolved"], g.log[-2000:]
+            t = time.perf_counter()
+            subprocess.run(["bash", "-c", inst.test_command()], cwd=ready.root, env=env, capture_output=True,
+                           check=False)
+            direct.append(time.perf_counter() - t)
+    finally:
+        pool.close_all()
+    grade_ms, direct_ms = p50(graded) * 1000, p50(direct) * 1000
+    return [Row(f"swe grade one instance p50 ({backend.describe()})", grade_ms, "ms",
+                "its tests run directly on a patched checkout", direct_ms, "<= 1.2x direct",
+                grade_ms <= 1.2 * direct_ms)]
+
+
+def bench_grade_startup(quick: bool, tmp: Path) -> list[Row]:
+    """`mcpworld swe grade` from process start to its report, on a prediction that runs no tests (empty patch)."""
+    n = 3 if quick else 7
+    built = build_instances(tmp / "startup-built")
+    first = json.loads(built.read_text().splitlines()[0])["instance_id"]
+    preds = tmp / "empty.jsonl"
+    preds.write_text(json.dumps({"instance_id": first, "model_patch": "", "model_name_or_path": "m"}) + "\n")
+    cli = [sys.executable, "-m", "mcpworld", "swe", "grade", "--instances", str(built), "--predictions", str(preds)]
+    env = {**os.environ, "MCPWORLD_HOME": str(tmp / "startup-home")}
+    startup = timed(lambda: subprocess.run(cli, env=env, capture_output=True, check=True), n)
+    bare = timed(lambda: subprocess.run([sys.executable, "-c", "pass"], capture_output=True, check=True), n)
+    start_ms, bare_ms = p50(startup) * 1000, p50(bare) * 1000
+    return [Row("swe grade start-up p50 (CLI to report, nothing to run)", start_ms, "ms", "python -c pass", bare_ms,
+                "<= 1500 ms", start_ms <= 1500)]
+
+
 def bench_swe(quick: bool) -> list[Row]:
     """Every SWE figure, in one temporary folder removed afterwards."""
     with tempfile.TemporaryDirectory(prefix="mcpworld-bench-swe-") as d:
         tmp = Path(d)
-        return bench_workspace(quick, tmp) + bench_editor(quick, tmp) + bench_lsp(quick, tmp)
+        return (bench_workspace(quick, tmp) + bench_editor(quick, tmp) + bench_lsp(quick, tmp)
+                + bench_grading(quick, tmp) + bench_grade_startup(quick, tmp))
 
 
 if __name__ == "__main__":

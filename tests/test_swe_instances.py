@@ -193,7 +193,7 @@ def test_pool_keeps_at_most_max_spares_least_recently_used_out(built: Path) -> N
         commit = pool.cache.commit(inst.repo_source, inst.base_commit)
         first = pool.acquire(inst.repo_source, commit, "a")
         pool.wait_ready()
-        spare_a = pool._ready[(pool.cache.bare(inst.repo_source), commit, "a")][0]
+        spare_a = pool._ready[(pool.cache.at(inst.repo_source, commit), commit, "a")][0]
         second = pool.acquire(inst.repo_source, commit, "b")
         pool.wait_ready()  # the pool's one worker removed the evicted spare before preparing b's
         counts = {key[2]: len(v) for key, v in pool._ready.items()}

@@ -24,14 +24,19 @@ backend_option = click.option("--backend", type=click.Choice(["local", "docker",
                                    "($MCPWORLD_SWT_URL) and, with $MCPWORLD_SWR_URL, SWR grades.")
 
 
-def _instances(instances_file: str | None, repos_dir: str | None) -> list[Instance]:
+def _instances(instances_file: str | None, repos_dir: str | None, require_source: bool = True) -> list[Instance]:
     from mcpworld.swe.builder import builtin_instances
     from mcpworld.swe.instances import load_instances
 
+    problems: list[str] = []
     try:
-        return load_instances(instances_file, repos_dir) if instances_file else builtin_instances()
+        loaded = load_instances(instances_file, repos_dir, problems=problems,
+                                require_source=require_source) if instances_file else builtin_instances()
     except InstanceError as exc:
         raise click.ClickException(str(exc)) from None
+    for problem in problems:  # a malformed record is skipped with its line number; the rest load
+        click.echo(f"warning: skipped {problem}", err=True)
+    return loaded
 
 
 def _backend(name: str) -> Any:
@@ -68,7 +73,7 @@ def swe_list(instances_file: str | None, repos_dir: str | None, as_json: bool) -
     rows = [{"instance_id": i.instance_id, "repo": i.repo, "base_commit": i.base_commit[:12],
              "FAIL_TO_PASS": len(i.FAIL_TO_PASS), "PASS_TO_PASS": len(i.PASS_TO_PASS), "difficulty": i.difficulty,
              "title": i.problem_statement.strip().splitlines()[0][:80]}
-            for i in _instances(instances_file, repos_dir)]
+            for i in _instances(instances_file, repos_dir, require_source=False)]
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
@@ -88,21 +93,39 @@ def swe_list(instances_file: str | None, repos_dir: str | None, as_json: bool) -
               help="SWE-bench predictions (JSON list or JSONL of {instance_id, model_patch, model_name_or_path}), "
                    "or 'gold' to grade the instances' own patches.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write the report JSON here.")
-@click.option("--timeout", default=600.0, show_default=True, help="Seconds each instance's tests may run.")
+@click.option("--timeout", default=600.0, show_default=True,
+              help="Seconds each instance's tests may run; past it the instance is unresolved, with the reason.")
+@click.option("-j", "--jobs", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Instances graded in parallel.")
+@click.option("--logs", "logs_dir", type=click.Path(file_okay=False), default=None,
+              help="Keep each instance's logs in DIR/<run_id>/<model>/<instance_id>/ (patch.diff, eval.sh, "
+                   "test_output.txt, report.json: the harness's layout) and the run report in DIR.")
+@click.option("--run-id", default="mcpworld", show_default=True, help="Names the run in --logs and the run report.")
+@click.option("--wheelhouse", multiple=True, type=click.Path(file_okay=False),
+              help="Folder of wheels/sdists that instance environments are built from, offline (repeatable).")
+@click.option("--specs", "specs_file", type=click.Path(dir_okay=False), default=None,
+              help="Environment specs, the harness's shape: JSON {repo: {version: {python, packages, "
+                   "pip_packages, pre_install, install, test_cmd}}}.")
 @backend_option
 def swe_grade(instances_file: str | None, repos_dir: str | None, predictions_file: str, output: str | None,
-              timeout: float, backend: str) -> None:
+              timeout: float, jobs: int, logs_dir: str | None, run_id: str, wheelhouse: tuple[str, ...],
+              specs_file: str | None, backend: str) -> None:
     """Grade predictions like SWE-bench: apply each patch and test_patch, run the tests, report.
 
-    The report maps instance_id to {patch_is_None, patch_exists, patch_successfully_applied, resolved,
-    resolution, tests_status}. Exits 0 whatever the results; 1 on bad input.
+    The report maps instance_id to the harness's report.json entry {patch_is_None, patch_exists,
+    patch_successfully_applied, resolved, infra_failure, tests_status} plus resolution and, on a problem, error.
+    Instances with an environment spec (their install_config, or --specs) run their tests in a virtualenv built
+    once from --wheelhouse and reused. Exits 0 whatever the results; 1 on bad input.
 
     \b
     Example:
       mcpworld swe grade --predictions gold -o gold_report.json
-      mcpworld swe grade --instances instances.jsonl --predictions preds.jsonl -o report.json
+      mcpworld swe grade --instances instances.jsonl --predictions preds.jsonl -j 4 --logs logs -o report.json
     """
-    from mcpworld.swe.grading import empty_report, grade, load_predictions
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mcpworld.swe.envs import EnvManager
+    from mcpworld.swe.grading import empty_report, grade, load_predictions, run_summary, save_logs
     from mcpworld.swe.workspace import WorkspaceError, WorkspacePool
 
     instances = {i.instance_id: i for i in _instances(instances_file, repos_dir)}
@@ -117,31 +140,80 @@ def swe_grade(instances_file: str | None, repos_dir: str | None, predictions_fil
     unknown = [p["instance_id"] for p in predictions if p["instance_id"] not in instances]
     if unknown:
         raise click.ClickException(f"{len(unknown)} prediction(s) for unknown instances: {', '.join(unknown[:5])}")
+    specs = None
+    if specs_file:
+        try:
+            specs = json.loads(Path(specs_file).read_text())
+        except (OSError, ValueError) as exc:
+            raise click.ClickException(f"{specs_file}: cannot read environment specs: {exc}") from None
     be = _backend(backend)
+    envs = EnvManager([Path(w) for w in wheelhouse])
     pool = WorkspacePool(warm=0)
     report: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+
+    def one(pred: dict[str, Any]) -> None:
+        instance = instances[pred["instance_id"]]
+        model = str(pred.get("model_name_or_path") or "model").replace("/", "__")
+        try:
+            result = grade(instance, pred.get("model_patch"), pool, be, timeout, envs=envs, specs=specs)
+            entry = result.report
+            if logs_dir and result.log:
+                save_logs(result, pred.get("model_patch"), Path(logs_dir) / run_id / model / instance.instance_id)
+        except WorkspaceError as exc:  # our side (source, environment): an error, never a grade
+            entry = {**empty_report(pred.get("model_patch")), "error": str(exc)}
+            errors[instance.instance_id] = str(exc)
+        report[instance.instance_id] = entry
+        mark = {"FULL": "resolved", "PARTIAL": "partial"}.get(entry.get("resolution", "NO"), "not resolved")
+        note = f"  ({entry['error'][:160]})" if entry.get("error") else ""
+        click.echo(f"{instance.instance_id:40} {mark}{note}", err=True)
+
     try:
-        for pred in predictions:
-            instance = instances[pred["instance_id"]]
-            try:
-                result = grade(instance, pred.get("model_patch"), pool, be, timeout)
-                entry = result.report
-            except WorkspaceError as exc:
-                entry = {**empty_report(pred.get("model_patch")), "error": str(exc)}
-            report[instance.instance_id] = entry
-            mark = {"FULL": "resolved", "PARTIAL": "partial"}.get(entry.get("resolution", "NO"), "not resolved")
-            note = f"  ({entry['error'][:120]})" if entry.get("error") else ""
-            click.echo(f"{instance.instance_id:40} {mark}{note}", err=True)
+        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="swe-grade") as executor:
+            list(executor.map(one, predictions))
     finally:
         pool.close_all()
+    report = {p["instance_id"]: report[p["instance_id"]] for p in predictions}
     resolved = sum(1 for r in report.values() if r["resolved"])
     click.echo(f"resolved {resolved}/{len(report)}", err=True)
+    if logs_dir:
+        model = str(predictions[0].get("model_name_or_path") or "model").replace("/", "__") if predictions else "model"
+        summary = run_summary(list(instances), {p["instance_id"]: p for p in predictions}, report, errors)
+        path = Path(logs_dir) / f"{model}.{run_id}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(summary, indent=4) + "\n")
+        click.echo(f"wrote {path}", err=True)
     text = json.dumps(report, indent=2)
     if output:
         Path(output).write_text(text + "\n")
         click.echo(f"wrote {output}", err=True)
     else:
         click.echo(text)
+
+
+@swe_group.command("build-projects")
+@click.argument("dest", type=click.Path(file_okay=False))
+@click.option("--offline", is_flag=True, help="Use only sdists and wheels already in DEST (no pip download).")
+def swe_build_projects(dest: str, offline: bool) -> None:
+    """Build instances from real PyPI projects (six with pytest, more-itertools with unittest, Django's runner).
+
+    Downloads their sdists and the wheels their environments need with pip into DEST/sdists and DEST/wheelhouse
+    (skipped with --offline), then writes DEST/repos and DEST/instances.jsonl.
+
+    \b
+    Example:
+      mcpworld swe build-projects ./real && mcpworld swe grade --instances ./real/instances.jsonl \\
+          --wheelhouse ./real/wheelhouse --predictions gold
+    """
+    from mcpworld.swe.builder import build_projects, fetch_projects
+
+    root = Path(dest)
+    try:
+        if not offline:
+            fetch_projects(root / "sdists", root / "wheelhouse")
+        click.echo(str(build_projects(root, root / "sdists")))
+    except (OSError, FileNotFoundError) as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 @swe_group.command("build-instances")

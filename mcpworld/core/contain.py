@@ -93,9 +93,21 @@ def data_home() -> str:
     return os.path.realpath(os.environ.get("MCPWORLD_HOME") or os.path.join(os.path.expanduser("~"), ".mcpworld"))
 
 
+_HIDE: list[str] = []
+
+
+def hide(path: str | Path) -> None:
+    """Keep a file or folder out of every contained command's view from now on (an SWE instances file holds the
+    gold patches; a source repository its future history). Folders become empty, files read as empty."""
+    real = os.path.realpath(path)
+    if real not in _HIDE:
+        _HIDE.append(real)
+
+
 def hidden_paths() -> list[str]:
-    """Folders replaced by an empty tmpfs in a host-root sandbox: homes and the data dir (registry.token)."""
-    paths = ["/root", "/home", data_home(), os.path.realpath(os.path.expanduser("~"))]
+    """Folders replaced by an empty tmpfs in a host-root sandbox: homes, the data dir (registry.token), `hide`'s."""
+    paths = ["/root", "/home", data_home(), os.path.realpath(os.path.expanduser("~")),
+             *(p for p in _HIDE if not _under(p, "/tmp"))]  # /tmp is private already
     out: list[str] = []
     for path in paths:
         if path not in out and path != "/" and os.path.isdir(path):
@@ -141,6 +153,9 @@ def bwrap_argv(inner: Sequence[str], *, cwd: str | None = None, rw: Sequence[str
         for path in ro:  # but what was asked for explicitly stays visible
             if any(_under(path, h) for h in hidden) and os.path.exists(path):
                 args += ["--ro-bind", path, path]
+        for path in _HIDE:  # hidden files read as empty
+            if os.path.isfile(path) and not _under(path, "/tmp"):
+                args += ["--ro-bind", "/dev/null", path]
     else:
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
         keep = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/alternatives",

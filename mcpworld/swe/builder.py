@@ -8,10 +8,15 @@ and date, so base_commit is the same on every machine.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
+import re
 import shutil
+import subprocess
+import sys
+import tarfile
 import tempfile
 from pathlib import Path
 
@@ -20,6 +25,7 @@ from mcpworld.swe.instances import Instance, load_instances
 from mcpworld.swe.workspace import git
 
 DATA = Path(__file__).parent / "data" / "repos"
+PROJECTS = Path(__file__).parent / "data" / "projects"
 _FIXED = {"GIT_AUTHOR_DATE": "2024-01-01T00:00:00+00:00", "GIT_COMMITTER_DATE": "2024-01-01T00:00:00+00:00"}
 
 
@@ -94,3 +100,122 @@ def builtin_path() -> Path:
 def builtin_instances() -> list[Instance]:
     """The shipped instances, validated (built first if needed)."""
     return load_instances(builtin_path())
+
+
+# -- real projects from PyPI sdists ----------------------------------------------------------------------------
+# data/projects/<name>/project.json: `repo`, `pypi` (name==version of the sdist), `version`, `created_at`,
+# `include` (path prefixes), `exclude`/`keep` (globs), `env` (the instances' environment spec); instances/<id>/
+# as for data/repos (gold.patch is the upstream fix: the base commit is the sdist with it reversed).
+
+
+def _projects() -> list[tuple[Path, dict]]:
+    return [(d, json.loads((d / "project.json").read_text())) for d in sorted(PROJECTS.iterdir()) if d.is_dir()]
+
+
+def project_requirements() -> tuple[list[str], list[str]]:
+    """What the shipped real projects need from PyPI: (sdists, wheels for their environments)."""
+    sdists = [meta["pypi"] for _, meta in _projects()]
+    wheels = sorted({req for _, meta in _projects() for req in meta.get("env", {}).get("packages", [])})
+    return sdists, wheels
+
+
+def fetch_projects(sdists: Path, wheelhouse: Path) -> None:
+    """Download the sdists and wheels the projects need with pip (the one network use), skipping what is there."""
+    need, wheels = project_requirements()
+    missing = [spec for spec in need if find_sdist(sdists, spec) is None]
+    for folder, specs, extra in ((sdists, missing, ["--no-deps", "--no-binary", ":all:"]),
+                                 (wheelhouse, wheels, ["--only-binary", ":all:"])):
+        if not specs:
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+                               "-d", str(folder), *extra, *specs], capture_output=True, text=True, timeout=900)
+        if done.returncode != 0:
+            raise OSError(f"pip download {' '.join(specs)} failed (network or index unreachable?): "
+                          f"{done.stderr.strip()[-800:]}")
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def find_sdist(folder: Path, spec: str) -> Path | None:
+    name, version = spec.split("==")
+    want = _normal(f"{name}-{version}")
+    for path in sorted(folder.glob("*.tar.gz")) if folder.is_dir() else []:
+        if _normal(path.name.removesuffix(".tar.gz")) == want:
+            return path
+    return None
+
+
+def _selected(rel: str, meta: dict) -> bool:
+    if not any(rel.startswith(prefix) for prefix in meta.get("include", [""])):
+        return False
+    if any(fnmatch.fnmatch(rel, g) for g in meta.get("keep", [])):
+        return True
+    return not any(fnmatch.fnmatch(rel, g) for g in meta.get("exclude", []))
+
+
+def _unpack_sdist(sdist: Path, meta: dict, dest: Path) -> None:
+    """The sdist's selected regular files (without its top folder) into `dest`, read in one pass."""
+    with tarfile.open(sdist) as tf:
+        for member in tf:
+            rel = member.name.split("/", 1)[1] if "/" in member.name else ""
+            if not member.isfile() or not rel or ".." in rel.split("/") or not _selected(rel, meta):
+                continue
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            source = tf.extractfile(member)
+            assert source is not None
+            target.write_bytes(source.read())
+            if member.mode & 0o111:
+                target.chmod(0o755)
+
+
+def build_projects(dest: str | Path, sdists: str | Path) -> Path:
+    """Repositories and instances.jsonl for the real projects, from their sdists in `sdists`.
+
+    Each instance's base commit is a root commit (no earlier history gives the fix away): the sdist's files with
+    the gold patch reversed. Its fix follows as a later commit tagged `fixed/<id>`, as in a real repository whose
+    future the agent must not see.
+    """
+    dest = Path(dest)
+    lines = []
+    for project_dir, meta in _projects():
+        sdist = find_sdist(Path(sdists), meta["pypi"])
+        if sdist is None:
+            raise FileNotFoundError(f"no sdist for {meta['pypi']} in {sdists}: `pip download --no-deps "
+                                    f"--no-binary :all: {meta['pypi']} -d {sdists}` (or `mcpworld swe "
+                                    "build-projects` without --offline)")
+        repo = dest / "repos" / project_dir.name
+        shutil.rmtree(repo, ignore_errors=True)
+        repo.mkdir(parents=True)
+        git("init", "--quiet", "--initial-branch=main", cwd=repo)
+        for inst_dir in sorted(p for p in (project_dir / "instances").iterdir() if p.is_dir()):
+            iid, extra = inst_dir.name, json.loads((inst_dir / "meta.json").read_text())
+            gold, test = (inst_dir / "gold.patch").read_text(), (inst_dir / "test.patch").read_text()
+            git("checkout", "--quiet", "--orphan", f"bugs/{iid}", cwd=repo)
+            git("rm", "-r", "-q", "-f", "--ignore-unmatch", ".", cwd=repo)
+            _unpack_sdist(sdist, meta, repo)
+            git("apply", "-R", "-", cwd=repo, input=gold)
+            git("add", "-A", cwd=repo)
+            git("commit", "--quiet", "--no-gpg-sign", "-m", f"Import {meta['pypi']}", cwd=repo, env=_FIXED)
+            base = git("rev-parse", "HEAD", cwd=repo).stdout.strip()
+            for patch in (gold, test):
+                git("apply", "-", cwd=repo, input=patch)
+            git("add", "-A", cwd=repo)
+            git("commit", "--quiet", "--no-gpg-sign", "-m", f"Fix {iid}", cwd=repo, env=_FIXED)
+            git("tag", f"fixed/{iid}", cwd=repo)
+            lines.append(json.dumps({
+                "instance_id": iid, "repo": meta["repo"], "base_commit": base,
+                "problem_statement": (inst_dir / "problem.md").read_text(), "patch": gold, "test_patch": test,
+                "version": meta["version"], "environment_setup_commit": base,
+                "created_at": extra.get("created_at", meta.get("created_at", "")), "hints_text": "",
+                "FAIL_TO_PASS": json.dumps(extra["FAIL_TO_PASS"]), "PASS_TO_PASS": json.dumps(extra["PASS_TO_PASS"]),
+                "test_cmd": extra.get("test_cmd", ""), "difficulty": extra.get("difficulty", "medium"),
+                "install_config": meta.get("env"), "repo_source": f"repos/{project_dir.name}",
+            }))
+        git("checkout", "--quiet", "--detach", cwd=repo)
+    out = dest / "instances.jsonl"
+    out.write_text("\n".join(lines) + "\n")
+    return out

@@ -1,137 +1,187 @@
-"""SWE-bench grading: apply the patch and test_patch to a clean checkout, run the tests, parse the log, report.
+"""SWE-bench grading: apply the patch and test_patch to a clean checkout, run the tests, read the log as the harness.
 
-PASSED and XFAIL pass; a PASS_TO_PASS test may also be SKIPPED; a test missing from the log failed. Resolved only
-when every FAIL_TO_PASS and PASS_TO_PASS test passes; partial when some FAIL_TO_PASS pass and every PASS_TO_PASS
-holds. Reports carry SWE-bench's keys (patch_is_None, patch_exists, patch_successfully_applied, resolved,
-tests_status) plus `resolution` (FULL / PARTIAL / NO).
+The log is kept in the harness's layout (markers around the test output, then the exit code) and read by its
+rules (`read_eval_log`), with its parser for the repository (`logparsers`). PASSED and XFAIL pass; a PASS_TO_PASS
+test may also be SKIPPED; a test missing from the log failed; a run that timed out, errored, or exited non-zero
+with every parsed test passing is not graded (unresolved). Reports carry the harness's keys (patch_is_None,
+patch_exists, patch_successfully_applied, resolved, infra_failure, tests_status) plus `resolution` (FULL /
+PARTIAL / NO) and, when something went wrong, `error`.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
+import shlex
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mcpworld.core.models import Check, Verdict
-from mcpworld.swe.instances import Instance
+from mcpworld.swe import logparsers
+from mcpworld.swe.envs import EnvironmentUnavailable, EnvManager, EnvSpec
+from mcpworld.swe.instances import Instance, patch_files
+from mcpworld.swe.logparsers import ERROR, FAILED, PASSED, SKIPPED, XFAIL
 from mcpworld.swe.shell import ExecutionBackend, scrubbed_env
 from mcpworld.swe.workspace import WorkspaceError, WorkspacePool, apply_patch, git
 
-PASSED, FAILED, SKIPPED, ERROR, XFAIL, XPASS = "PASSED", "FAILED", "SKIPPED", "ERROR", "XFAIL", "XPASS"
-_STATUSES = (PASSED, FAILED, SKIPPED, ERROR, XFAIL, XPASS)
-_BAD = {FAILED, ERROR}
-_PYTEST_SUMMARY = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED) (\S.*?)(?: - .*)?$")
-_PYTEST_VERBOSE = re.compile(r"^(\S[^\s]*::.*?) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
-_UNITTEST_LINE = re.compile(r"^(\w+) \(([\w.]+)\)(?: \[.*?\])? \.\.\. ?(.*)$")
-_UNITTEST_HEAD = re.compile(r"^(\w+) \(([\w.]+)\)(?: \[.*?\])?$")
-_UNITTEST_FAIL = re.compile(r"^(FAIL|ERROR): (\w+) \(([\w.]+)\)")
-_UNITTEST_WORDS = {"ok": PASSED, "FAIL": FAILED, "ERROR": ERROR, "expected failure": XFAIL,
-                   "unexpected success": XPASS}
+# What the harness writes around the test run; its grading reads the log between the markers.
+APPLY_PATCH_FAIL = ">>>>> Patch Apply Failed"
+APPLY_PATCH_PASS = ">>>>> Applied Patch"
+RESET_FAILED = ">>>>> Reset Failed"
+TESTS_ERROR = ">>>>> Tests Errored"
+TESTS_TIMEOUT = ">>>>> Tests Timed Out"
+START_TEST_OUTPUT = ">>>>> Start Test Output"
+END_TEST_OUTPUT = ">>>>> End Test Output"
+TEST_EXIT_CODE = ">>>>> Test Exit Code"
+_BAD_MARKERS = (APPLY_PATCH_FAIL, RESET_FAILED, TESTS_ERROR, TESTS_TIMEOUT)
+_EXIT_CODE = re.compile(re.escape(TEST_EXIT_CODE) + r":\s*(-?\d+)")
+# Evidence that some runner ran although nothing was parsed (the harness's JavaScript runners print these).
+_SUITE_RAN = re.compile("|".join((
+    r"Executed [1-9]\d* of \d+", r"TOTAL: [1-9]\d* (?:SUCCESS|FAILED)", r"[1-9]\d* passing",
+    r"Tests:\s+[1-9]\d*", r"Test Suites:\s+(?:\d+ \w+, )*[1-9]\d* total", r"^# tests [1-9]\d*",
+    r"[1-9]\d* specs?, \d+ failures?", r"': ok$")), re.MULTILINE)
+# Log signatures of a broken environment (tier "environment") or of either cause ("ambiguous"); first match wins.
+_INFRA = [(reason, tier, re.compile(pattern, re.MULTILINE)) for reason, tier, pattern in (
+    ("browser_launch_failed", "environment", r"Failed to launch|Failed to connect to the bus"),
+    ("display_unavailable", "environment", r"cannot open display|Missing X server|unable to open X display"),
+    ("out_of_memory", "environment", r"Cannot allocate memory|OutOfMemoryError|^Killed$"),
+    ("container_unavailable", "environment", r"Error response from daemon|Cannot connect to the Docker daemon"),
+    ("network_unreachable", "environment", r"Could not resolve host|Temporary failure in name resolution"),
+    ("missing_module", "ambiguous", r"Cannot find module|MODULE_NOT_FOUND|ModuleNotFoundError"),
+    ("no_tests_collected", "ambiguous", r"no tests ran|collected 0 items"),
+    ("tests_timed_out", "ambiguous", r"Timeout error: \d+ seconds exceeded"),
+)]
+_PASSING = {PASSED, XFAIL}
 
 
-def _set(statuses: dict[str, str], test: str, status: str) -> None:
-    """Record a status; a failure is never overwritten by a later pass (teardown errors come after PASSED)."""
-    if statuses.get(test) in _BAD and status not in _BAD:
-        return
-    statuses[test] = status
+def eval_log(test_output: str, exit_code: int | None, *, patch_applied: bool = True, timed_out: bool = False,
+             timeout: float = 0.0, notes: str = "") -> str:
+    """The test log in the harness's layout (markers around the output, the exit code after them)."""
+    head = (notes + "\n" if notes else "") + (APPLY_PATCH_PASS if patch_applied else APPLY_PATCH_FAIL) + "\n"
+    if not patch_applied:
+        return head
+    tail = f"{TESTS_TIMEOUT} after {timeout:g} seconds\n" if timed_out else ""
+    code = f"{TEST_EXIT_CODE}: {exit_code}\n" if exit_code is not None and not timed_out else ""
+    return f"{head}{START_TEST_OUTPUT}\n{test_output}\n{END_TEST_OUTPUT}\n{code}{tail}"
 
 
-def parse_pytest(log: str) -> dict[str, str]:
-    """Test id -> status from pytest's `-rA` summary lines and `-v` lines."""
-    statuses: dict[str, str] = {}
-    for raw in log.splitlines():
-        line = raw.strip()
-        m = _PYTEST_VERBOSE.match(line)
-        if m:
-            _set(statuses, m.group(1), m.group(2))
-            continue
-        m = _PYTEST_SUMMARY.match(line)
-        if m and not m.group(2).startswith("["):  # "SKIPPED [1] file:line: reason" names no test
-            _set(statuses, m.group(2).strip(), m.group(1))
-    return statuses
+def read_eval_log(log: str, parser: str) -> tuple[dict[str, str], bool]:
+    """(test id -> status, whether the log describes a run that can be graded), as the harness decides it.
+
+    Not gradable: the patch did not apply, the tests errored or timed out, the markers are missing, nothing parsed
+    and no sign a suite ran, or the command failed while every parsed test passed (the log is not the run's).
+    """
+    if any(marker in log for marker in _BAD_MARKERS):
+        return {}, False
+    if START_TEST_OUTPUT not in log or END_TEST_OUTPUT not in log:
+        return {}, False
+    statuses = logparsers.parse(log.split(START_TEST_OUTPUT)[1].split(END_TEST_OUTPUT)[0], parser)
+    if not statuses:
+        statuses = logparsers.parse(log, parser)  # results printed outside the markers
+    if not statuses and not _SUITE_RAN.search(log):
+        return {}, False
+    match = _EXIT_CODE.search(log)
+    code = int(match.group(1)) if match else None
+    if code not in (None, 0) and statuses and not any(s in (FAILED, ERROR) for s in statuses.values()):
+        return {}, False
+    return statuses, True
 
 
-def _unittest_id(name: str, dotted: str) -> str:
-    if dotted.endswith("." + name):  # Python 3.11+ prints module.Class.method
-        dotted = dotted[: -len(name) - 1]
-    return f"{name} ({dotted})"
+def infra_failure(log: str) -> tuple[str, str] | None:
+    """(reason, tier) when the log shows a known environment fault; advisory, it never changes `resolved`."""
+    for reason, tier, pattern in _INFRA if log else ():
+        if pattern.search(log):
+            return reason, tier
+    return None
 
 
-def _unittest_status(word: str) -> str | None:
-    word = word.strip()
-    if word.startswith("skipped"):
-        return SKIPPED
-    return _UNITTEST_WORDS.get(word)
+def _lookup(test: str, statuses: dict[str, str]) -> str | None:
+    """The status-map key for `test`. SWE-bench lists hold some parametrized ids cut mid-parameter (more '['
+    than ']'): those match by prefix when every candidate agrees on pass or fail."""
+    if test in statuses:
+        return test
+    if test.count("[") > test.count("]"):
+        found = [k for k in statuses if k.startswith(test)]
+        if found and len({statuses[k] in _PASSING for k in found}) == 1:
+            return found[0]
+    return None
 
 
-def parse_unittest(log: str) -> dict[str, str]:
-    """Test id -> status from `unittest -v` lines; ids as `test_x (module.Class)` and `module.Class.test_x`."""
-    statuses: dict[str, str] = {}
-    pending: str | None = None
-    for line in log.splitlines():
-        m = _UNITTEST_LINE.match(line)
-        if m:
-            test, status = _unittest_id(m.group(1), m.group(2)), _unittest_status(m.group(3))
-            if status:
-                _set(statuses, test, status)
-                pending = None
-            else:
-                pending = test  # output printed between "... " and the status word
-            continue
-        m = _UNITTEST_HEAD.match(line)
-        if m:
-            pending = _unittest_id(m.group(1), m.group(2))  # a docstring line follows, then " ... ok"
-            continue
-        m = _UNITTEST_FAIL.match(line)
-        if m:
-            _set(statuses, _unittest_id(m.group(2), m.group(3)), FAILED if m.group(1) == "FAIL" else ERROR)
-            continue
-        if pending is not None:
-            tail = line.rsplit(" ... ", 1)[-1] if " ... " in line else line
-            status = _unittest_status(tail)
-            if status:
-                _set(statuses, pending, status)
-                pending = None
-    for test, status in list(statuses.items()):
-        name, dotted = test[:-1].split(" (", 1)
-        statuses.setdefault(f"{dotted}.{name}", status)
-    return statuses
+def _outcome(test: str, statuses: dict[str, str], skipped_ok: bool) -> bool | None:
+    """True passed, False failed, None neither (not counted: a status such as XPASS that the harness ignores)."""
+    key = _lookup(test, statuses)
+    status = statuses[key] if key is not None else None
+    if status in _PASSING or (skipped_ok and status == SKIPPED):
+        return True
+    if status is None or status in (FAILED, ERROR, SKIPPED):
+        return False
+    return None
 
-
-def parse_log(log: str, framework: str) -> dict[str, str]:
-    return parse_unittest(log) if framework == "unittest" else parse_pytest(log)
-
-
-# -- reports ---------------------------------------------------------------------------------------------------
 
 def tests_status(instance: Instance, statuses: dict[str, str]) -> dict[str, dict[str, list[str]]]:
-    """SWE-bench's tests_status: success/failure lists for FAIL_TO_PASS and PASS_TO_PASS."""
-    def split(tests: Iterable[str], ok: set[str]) -> dict[str, list[str]]:
+    """SWE-bench's tests_status: success/failure lists for FAIL_TO_PASS and PASS_TO_PASS.
+
+    PASSED and XFAIL pass; a skipped PASS_TO_PASS test holds but a skipped FAIL_TO_PASS one failed; a test
+    missing from the log failed. Fail-only instances (`eval_type`) fail a test only when it is FAILED.
+    """
+    def split(tests: Iterable[str], skipped_ok: bool) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {"success": [], "failure": []}
         for t in tests:
-            out["success" if statuses.get(t) in ok else "failure"].append(t)
+            if instance.eval_type == "fail_only":
+                out["failure" if statuses.get(t) == FAILED else "success"].append(t)
+                continue
+            outcome = _outcome(t, statuses, skipped_ok)
+            if outcome is not None:
+                out["success" if outcome else "failure"].append(t)
         return out
 
-    return {"FAIL_TO_PASS": split(instance.FAIL_TO_PASS, {PASSED, XFAIL}),
-            "PASS_TO_PASS": split(instance.PASS_TO_PASS, {PASSED, XFAIL, SKIPPED}),
+    return {"FAIL_TO_PASS": split(instance.FAIL_TO_PASS, False), "PASS_TO_PASS": split(instance.PASS_TO_PASS, True),
             "FAIL_TO_FAIL": {"success": [], "failure": []}, "PASS_TO_FAIL": {"success": [], "failure": []}}
 
 
+def _fraction(part: dict[str, list[str]]) -> float:
+    total = len(part["success"]) + len(part["failure"])
+    return 1.0 if total == 0 else len(part["success"]) / total
+
+
 def resolution(status: dict[str, dict[str, list[str]]]) -> str:
-    f2p, p2p = status["FAIL_TO_PASS"], status["PASS_TO_PASS"]
-    if p2p["failure"]:
-        return "NO"
-    if not f2p["failure"]:
+    """FULL when every FAIL_TO_PASS and PASS_TO_PASS test passes, PARTIAL when only some FAIL_TO_PASS do."""
+    f2p, p2p = _fraction(status["FAIL_TO_PASS"]), _fraction(status["PASS_TO_PASS"])
+    if f2p == 1 and p2p == 1:
         return "FULL"
-    return "PARTIAL" if f2p["success"] else "NO"
+    return "PARTIAL" if 0 < f2p < 1 and p2p == 1 else "NO"
 
 
 def empty_report(patch: str | None) -> dict[str, Any]:
+    """The report of a patch that was not run (the harness's keys, and our `resolution`)."""
     return {"patch_is_None": patch is None, "patch_exists": bool(patch and patch.strip()),
-            "patch_successfully_applied": False, "resolved": False, "resolution": "NO", "tests_status": {}}
+            "patch_successfully_applied": False, "resolved": False, "infra_failure": False, "resolution": "NO"}
+
+
+def report_from_log(instance: Instance, patch: str | None, log: str) -> dict[str, Any]:
+    """The harness's report.json entry for `patch`, read from its eval log (plus our `resolution`)."""
+    report = empty_report(patch)
+    if patch is None:
+        return report
+    report["patch_exists"] = True
+    parser = logparsers.parser_name(instance.repo, instance.framework, instance.log_parser)
+    statuses, found = read_eval_log(log, parser)
+    if not found:
+        infra = infra_failure(log)
+        if infra:
+            report["infra_failure"] = infra[1] == "environment"
+            report["infra_failure_reason"] = infra[0]
+        return report
+    report["patch_successfully_applied"] = True
+    status = tests_status(instance, statuses)
+    report["resolution"] = resolution(status)
+    report["resolved"] = report["resolution"] == "FULL"
+    report["tests_status"] = status
+    return report
 
 
 @dataclass
@@ -143,6 +193,7 @@ class Grade:
     log: str = ""
     test_command: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    duration_s: float = 0.0
 
     def verdict(self) -> Verdict:
         """passed = resolved; score 1 when resolved, the FAIL_TO_PASS fraction when partial, else 0."""
@@ -164,49 +215,133 @@ class Grade:
                                  "log_tail": self.log[-4000:], **self.extra})
 
 
+def env_spec(instance: Instance, specs: dict[str, dict[str, Any]] | None = None) -> EnvSpec | None:
+    """The instance's environment: its own (SWE-rebench `install_config`), else `specs[repo][version]` (the
+    harness's map shape), else None (the interpreter running mcpworld)."""
+    raw = instance.env or ((specs or {}).get(instance.repo) or {}).get(instance.version)
+    try:
+        return EnvSpec.from_record(raw)
+    except ValueError as exc:
+        raise EnvironmentUnavailable(f"instance {instance.instance_id}: environment spec: {exc}") from None
+
+
+def test_command(instance: Instance, spec: EnvSpec | None) -> str:
+    """The instance's test_cmd, else the spec's test_cmd on the instance's test files, else the default."""
+    if not instance.test_cmd and spec is not None and spec.test_cmd:
+        return f"{spec.test_cmd} {' '.join(shlex.quote(f) for f in instance.test_files)}".strip()
+    return instance.test_command()
+
+
+def _require_pytest(command: str) -> None:
+    """Without an instance environment tests use this interpreter: say so clearly if it lacks pytest."""
+    try:
+        present = importlib.util.find_spec("pytest") is not None
+    except (ImportError, ValueError):
+        present = False
+    if "pytest" in command and not present:
+        raise EnvironmentUnavailable(f"the tests need pytest, which is not installed for {sys.executable}: "
+                                     "`pip install pytest` (mcpworld depends on it; a partial install lacks it), or "
+                                     "give the instance an environment spec with pytest in its packages")
+
+
 def grade(instance: Instance, patch: str | None, pool: WorkspacePool, backend: ExecutionBackend,
-          timeout: float = 600.0) -> Grade:
-    """Grade `patch` for `instance` in a fresh checkout (the agent's workspace is never touched)."""
+          timeout: float = 600.0, *, envs: EnvManager | None = None,
+          specs: dict[str, dict[str, Any]] | None = None) -> Grade:
+    """Grade `patch` for `instance` in a fresh checkout (the agent's workspace is never touched).
+
+    The tests run in the instance's environment (built once by `envs`, then reused), else with this interpreter.
+    Raises WorkspaceError (EnvironmentUnavailable included) for problems on our side: those are not grades.
+    """
     report = empty_report(patch)
     if not report["patch_exists"]:
         report["error"] = "empty patch: nothing to grade" if patch is not None else "no patch (None)"
         return Grade(instance.instance_id, report)
+    spec = env_spec(instance, specs)
+    env = (envs or EnvManager()).ensure(spec) if spec is not None else None
+    command = test_command(instance, spec)
+    if env is None:
+        _require_pytest(command)
     commit = pool.cache.commit(instance.repo_source, instance.base_commit)
-    ws = pool.acquire(instance.repo_source, commit, repo_dirname(instance))
+    ws = pool.acquire(instance.repo_source, commit, repo_dirname(instance), refill=False)
     try:
         try:
             apply_patch(ws.root, patch or "", "patch")
         except WorkspaceError as exc:
-            report["error"] = str(exc)
-            return Grade(instance.instance_id, report)
-        report["patch_successfully_applied"] = True
+            log = eval_log("", None, patch_applied=False, notes=str(exc))
+            return Grade(instance.instance_id, {**report_from_log(instance, patch, log), "error": str(exc)}, log,
+                         command)
         if instance.test_patch:
-            reset_test_files(ws.root, commit, instance.test_patch_files)
+            touched = set(patch_files(patch or "")) & set(instance.test_patch_files)
+            reset_test_files(ws.root, commit, sorted(touched))  # the others are still at the base commit
             try:
                 apply_patch(ws.root, instance.test_patch, "test_patch")
             except WorkspaceError as exc:
-                report["error"] = f"{exc} (after the model patch; the instance's tests could not be installed)"
-                return Grade(instance.instance_id, report)
-        command = instance.test_command()
-        result = backend.run(command, ws.root, timeout, env=scrubbed_env(ws.home), writable=ws.parent)
-        log = result.stdout + ("\n" + result.stderr if result.stderr else "")
-        status = tests_status(instance, parse_log(log, instance.framework))
-        report["tests_status"] = status
-        report["resolution"] = resolution(status)
-        report["resolved"] = report["resolution"] == "FULL"
+                error = f"{exc} (after the model patch; the instance's tests could not be installed)"
+                log = eval_log("", None, patch_applied=False, notes=error)
+                return Grade(instance.instance_id, {**report_from_log(instance, patch, log), "error": error}, log,
+                             command)
+        variables = scrubbed_env(ws.home)
+        script = command
+        if env is not None and spec is not None:
+            variables.update(env.variables(ws.root), **spec.env_vars)
+            script = "\n".join([*spec.checkout_commands(), command])
+        result = backend.run(script, ws.root, timeout, env=variables, writable=ws.parent)
+        output = result.stdout + ("\n" + result.stderr if result.stderr else "")
+        log = eval_log(output, result.exit_code, timed_out=result.timed_out, timeout=timeout)
+        report = report_from_log(instance, patch, log)
         if result.timed_out:
-            report["error"] = f"tests timed out after {timeout:g}s"
-        return Grade(instance.instance_id, report, log, command)
+            report["error"] = f"tests timed out after {timeout:g}s: graded unresolved, as the harness does"
+        elif "tests_status" not in report:
+            report["error"] = (f"no gradable test results in the log (the test command exited {result.exit_code}): "
+                               f"{output.strip()[-300:]}")
+        return Grade(instance.instance_id, report, log, command, duration_s=result.duration_s)
     finally:
-        pool.release(ws)
+        pool.discard(ws)  # deleted, and the next checkout prepared, in the background after the tests
+        pool.prepare(instance.repo_source, commit, repo_dirname(instance))
+
+
+def save_logs(g: Grade, patch: str | None, folder: Path) -> None:
+    """The harness's per-instance log folder: patch.diff, eval.sh, test_output.txt, report.json."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "patch.diff").write_text(patch or "")
+    (folder / "eval.sh").write_text(f"#!/bin/bash\n{g.test_command}\n")
+    (folder / "test_output.txt").write_text(g.log)
+    (folder / "report.json").write_text(json.dumps({g.instance_id: g.report}, indent=4) + "\n")
+
+
+def run_summary(instance_ids: list[str], predictions: dict[str, dict[str, Any]],
+                reports: dict[str, dict[str, Any]], errors: dict[str, str]) -> dict[str, Any]:
+    """The harness's run report (`<model>.<run_id>.json`): counts and sorted id lists (schema_version 2)."""
+    empty = {i for i, p in predictions.items() if p.get("model_patch") in ("", None)}
+    done = {i for i in reports if i not in empty}
+    resolved = {i for i in done if reports[i].get("resolved")}
+    failed = {i for i in errors if i not in empty}
+    reasons = {i: r["infra_failure_reason"] for i, r in reports.items() if r.get("infra_failure_reason")}
+    infra = {i for i, r in reports.items() if r.get("infra_failure")}
+    incomplete = {i for i in instance_ids if i not in predictions}
+    return {
+        "total_instances": len(instance_ids), "submitted_instances": len(predictions),
+        "completed_instances": len(done), "resolved_instances": len(resolved),
+        "unresolved_instances": len(done - resolved), "infra_failure_instances": len(infra),
+        "ambiguous_failure_instances": len(set(reasons) - infra), "empty_patch_instances": len(empty),
+        "error_instances": len(failed), "completed_ids": sorted(done), "incomplete_ids": sorted(incomplete),
+        "empty_patch_ids": sorted(empty), "submitted_ids": sorted(predictions), "resolved_ids": sorted(resolved),
+        "unresolved_ids": sorted(done - resolved), "infra_failure_ids": sorted(infra),
+        "ambiguous_failure_ids": sorted(set(reasons) - infra), "failure_reasons": dict(sorted(reasons.items())),
+        "error_ids": sorted(failed), "schema_version": 2,
+    }
 
 
 def reset_test_files(root: Path, commit: str, files: list[str]) -> None:
     """Put the files test_patch touches back to the base commit, as SWE-bench does before applying it."""
+    if not files:
+        return
+    listed = git("ls-tree", "-r", "-z", "--name-only", commit, "--", *files, cwd=root).stdout.split("\0")
+    present = [f for f in files if f in listed]
+    if present:
+        git("checkout", "--quiet", commit, "--", *present, cwd=root)
     for f in files:
-        if git("cat-file", "-e", f"{commit}:{f}", cwd=root, check=False).returncode == 0:
-            git("checkout", "--quiet", commit, "--", f, cwd=root)
-        else:
+        if f not in present:
             (root / f).unlink(missing_ok=True)
 
 

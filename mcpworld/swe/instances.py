@@ -15,6 +15,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from mcpworld.core import contain
+from mcpworld.swe.datasets import normalize
+
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".zip")
 _REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/^~@{}-]{0,199}$")
 _UNITTEST_ID = re.compile(r"^(\w+) \(([\w.]+)\)$")
@@ -47,6 +50,11 @@ class Instance:
     test_cmd: str = ""
     difficulty: Literal["easy", "medium", "hard"] = "medium"
     split: Literal["train", "test"] = "test"
+    log_parser: str = ""             # the harness's parser name (SWE-bench 5 / SWE-rebench records carry one)
+    eval_type: str = ""              # "fail_only" for the harness's fail-only repositories
+    image: str = ""                  # the harness's per-instance image (docker backend)
+    env: dict[str, Any] | None = None  # an environment spec: SWE-rebench's install_config, or ours
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)  # every other field, kept as given
 
     @property
     def framework(self) -> Framework:
@@ -64,7 +72,8 @@ class Instance:
         out: list[str] = []
         for test in self.FAIL_TO_PASS + self.PASS_TO_PASS:
             m = _UNITTEST_ID.match(test)
-            item = m.group(2).rsplit(".", 1)[0] if m else test.split("::", 1)[0]
+            dotted = m.group(2).removesuffix("." + m.group(1)) if m else ""  # 3.11+: module.Class.test_x
+            item = dotted.rsplit(".", 1)[0] if m else test.split("::", 1)[0]
             if item and item not in out:
                 out.append(item)
         return out
@@ -74,9 +83,13 @@ class Instance:
         return patch_files(self.test_patch)
 
     def test_command(self) -> str:
-        """The shell command grading runs in the repository root."""
+        """The shell command grading runs in the repository root: `test_cmd`, else the harness's for Django and
+        sympy (on the test modules `test_patch` touches), else pytest / unittest on the tests' files."""
         if self.test_cmd:
             return self.test_cmd
+        runner = REPO_TEST_COMMANDS.get(self.repo)
+        if runner and self.test_patch_files:
+            return f"{runner} {' '.join(shlex.quote(d) for d in test_directives(self.repo, self.test_patch_files))}"
         files = " ".join(shlex.quote(f) for f in self.test_files)
         if self.framework == "unittest":
             return f"python -m unittest -v {files}"
@@ -85,6 +98,22 @@ class Instance:
     def record(self) -> dict[str, Any]:
         """The instance as a SWE-bench style dict (lists kept as lists)."""
         return asdict(self)
+
+
+# The harness's test commands for the repositories that do not use pytest.
+REPO_TEST_COMMANDS = {
+    "django/django": "./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1",
+    "sympy/sympy": "PYTHONWARNINGS='ignore::UserWarning,ignore::SyntaxWarning' bin/test -C --verbose",
+}
+_NON_TEST = (".json", ".png", "csv", ".txt", ".md", ".jpg", ".jpeg", ".pkl", ".yml", ".yaml", ".toml")
+
+
+def test_directives(repo: str, files: list[str]) -> list[str]:
+    """What the harness passes its test command: the test files, as dotted modules under tests/ for Django."""
+    out = [f for f in files if not f.endswith(_NON_TEST)]
+    if repo == "django/django":
+        out = [f.removesuffix(".py").removeprefix("tests/").replace("/", ".") for f in out]
+    return out
 
 
 def patch_files(patch: str) -> list[str]:
@@ -103,30 +132,50 @@ def patch_files(patch: str) -> list[str]:
 _REQUIRED = ("instance_id", "repo", "base_commit", "problem_statement", "FAIL_TO_PASS")
 _STRINGS = ("patch", "test_patch", "version", "environment_setup_commit", "hints_text", "created_at",
             "repo_source", "test_cmd")
+_KNOWN = {*_REQUIRED, *_STRINGS, "PASS_TO_PASS", "difficulty", "split", "log_parser", "eval_type", "image",
+          "install_config", "env", "source"}
 
 
-def load_instances(path: str | Path, repos_dir: str | Path | None = None) -> list[Instance]:
+def load_instances(path: str | Path, repos_dir: str | Path | None = None, *, problems: list[str] | None = None,
+                   require_source: bool = True) -> list[Instance]:
     """Read and validate every instance in a JSON (list, {"instances": [...]}, or one object) or JSONL file.
 
-    `repo_source` paths are resolved against the file's folder; an instance without one is looked up in
-    `repos_dir` as `<owner>__<name>` or `<name>` (a git repository folder or an archive).
+    Any public SWE-style dataset's records load (`datasets.normalize`); fields we do not use are kept in
+    `Instance.extra`. `repo_source` paths are resolved against the file's folder; an instance without one is
+    looked up in `repos_dir` as `<owner>__<name>` or `<name>` (a git repository folder or an archive);
+    `require_source=False` loads records without a local repository (listing, converting).
+    With `problems` (a list), a malformed record is appended there as "file:line: ..." and the rest still load;
+    without it the first one raises.
     """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InstanceError(f"{path}: cannot read instances file: {exc.strerror or exc}") from None
+    contain.hide(path)  # it holds the gold and test patches: no contained command may read it
     out: list[Instance] = []
     seen: dict[str, int] = {}
     for line, raw in _records(path, text):
-        inst = parse_instance(raw, where=f"{path}:{line}", base_dir=path.parent, repos_dir=repos_dir)
-        if inst.instance_id in seen:
-            raise InstanceError(f"{path}:{line}: instance_id: duplicate {inst.instance_id!r} "
-                                f"(first at line {seen[inst.instance_id]})")
+        try:
+            if isinstance(raw, InstanceError):
+                raise raw
+            inst = parse_instance(raw, where=f"{path}:{line}", base_dir=path.parent, repos_dir=repos_dir,
+                                  require_source=require_source)
+            if inst.instance_id in seen:
+                raise InstanceError(f"{path}:{line}: instance_id: duplicate {inst.instance_id!r} "
+                                    f"(first at line {seen[inst.instance_id]})")
+        except InstanceError as exc:
+            if problems is None:
+                raise
+            problems.append(str(exc))
+            continue
         seen[inst.instance_id] = line
+        if inst.repo_source:
+            contain.hide(inst.repo_source)  # its later commits and tags would give the fix away
         out.append(inst)
     if not out:
-        raise InstanceError(f"{path}: no instances found")
+        raise InstanceError(f"{path}: no instances found" + (f" ({len(problems)} malformed: {problems[0]})"
+                                                             if problems else ""))
     return out
 
 
@@ -155,8 +204,8 @@ def _records(path: Path, text: str) -> Iterator[tuple[int, Any]]:
         if line.strip():
             try:
                 yield n, json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InstanceError(f"{path}:{n}: invalid JSON: {exc.msg} (column {exc.colno})") from None
+            except json.JSONDecodeError as exc:  # reported for this line; the other lines still load
+                yield n, InstanceError(f"{path}:{n}: invalid JSON: {exc.msg} (column {exc.colno})")
 
 
 def _array_items(path: Path, text: str, start: int | None = None) -> Iterator[tuple[int, Any]]:
@@ -198,11 +247,12 @@ def _test_list(value: Any, where: str, name: str) -> list[str]:
     return list(value)
 
 
-def parse_instance(raw: Any, *, where: str, base_dir: Path | None = None,
-                   repos_dir: str | Path | None = None) -> Instance:
+def parse_instance(raw: Any, *, where: str, base_dir: Path | None = None, repos_dir: str | Path | None = None,
+                   require_source: bool = True) -> Instance:
     """Validate one decoded instance; `where` prefixes every error ("file:line")."""
     if not isinstance(raw, dict):
         raise InstanceError(f"{where}: an instance must be a JSON object, got {type(raw).__name__}")
+    raw = normalize(raw)
     iid = raw.get("instance_id")
     where = f"{where}: instance {iid!r}" if isinstance(iid, str) and iid else where
     for name in _REQUIRED:
@@ -233,12 +283,25 @@ def parse_instance(raw: Any, *, where: str, base_dir: Path | None = None,
     split = raw.get("split", "test")
     if split not in ("train", "test"):
         raise InstanceError(f"{where}: split: must be train or test, got {split!r}")
-    source = _resolve_source(raw, where, base_dir, repos_dir)
+    for name in ("log_parser", "eval_type", "image"):
+        if raw.get(name) is not None and not isinstance(raw[name], str):
+            raise InstanceError(f"{where}: {name}: must be a string, got {type(raw[name]).__name__}")
+    env = raw.get("install_config") if raw.get("install_config") is not None else raw.get("env")
+    if env is not None and not isinstance(env, dict):
+        raise InstanceError(f"{where}: install_config: must be an object (python, packages, install, ...)")
+    try:
+        source = _resolve_source(raw, where, base_dir, repos_dir)
+    except InstanceError:
+        if require_source:
+            raise
+        source = ""
     return Instance(
         instance_id=raw["instance_id"], repo=raw["repo"], base_commit=raw["base_commit"],
         problem_statement=raw["problem_statement"], FAIL_TO_PASS=f2p, PASS_TO_PASS=p2p,
         **{name: raw.get(name) or "" for name in _STRINGS if name != "repo_source"},
         repo_source=source, difficulty=difficulty, split=split,
+        log_parser=raw.get("log_parser") or "", eval_type=raw.get("eval_type") or "", image=raw.get("image") or "",
+        env=env or None, extra={k: v for k, v in raw.items() if k not in _KNOWN},
     )
 
 

@@ -181,6 +181,30 @@ class RepoCache:
             self._ready[key] = dest
             return dest
 
+    def at(self, source: str, commit: str) -> Path:
+        """A bare repository holding only `commit` and its history (one branch, no tags, no other refs): what
+        workspaces clone, so nothing after the base commit (the fix, later tags) is in their objects."""
+        bare = self.bare(source)
+        dest = self.root / f"{bare.name.removesuffix('.git')}-at-{commit[:16]}.git"
+        with self._locks[str(dest)]:
+            if (dest / "HEAD").is_file():
+                return dest
+            tmp = Path(tempfile.mkdtemp(prefix=".at-", dir=self.root))
+            try:
+                ref = f"refs/mcpworld/base-{commit}"
+                git("update-ref", ref, commit, cwd=bare)
+                git("init", "--bare", "--quiet", "--initial-branch=main", str(tmp / "at.git"))
+                git("fetch", "--quiet", "--no-tags", str(bare), f"{ref}:refs/heads/main", cwd=tmp / "at.git")
+                git("update-ref", "-d", ref, cwd=bare)
+                try:
+                    os.rename(tmp / "at.git", dest)
+                except OSError:
+                    if not (dest / "HEAD").is_file():
+                        raise
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+            return dest
+
     def commit(self, source: str, ref: str) -> str:
         """The full commit id of `ref` in `source`, fetching from a folder source once if the cache lacks it."""
         bare = self.bare(source)
@@ -275,6 +299,10 @@ def checkout(bare: Path, commit: str, name: str, base_dir: str | None = None) ->
     try:
         git("clone", "--shared", "--no-checkout", "--quiet", str(bare), str(root))
         git("checkout", "--quiet", "--detach", commit, cwd=root)
+        git("remote", "remove", "origin", cwd=root)  # no remote-tracking refs: only HEAD at the base commit
+        for name in ("logs", "packed-refs", "FETCH_HEAD", "ORIG_HEAD"):  # no reflog naming where it came from
+            target = root / ".git" / name
+            shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
         (root / ".git" / "info").mkdir(exist_ok=True)
         (root / ".git" / "info" / "exclude").write_text(EXCLUDES)
         (parent / "home").mkdir()
@@ -365,10 +393,14 @@ class WorkspacePool:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="swe-pool")
         self._closed = False
         self._live: set[Workspace] = set()
+        self._discarded: set[Workspace] = set()
 
-    def acquire(self, source: str, commit: str, name: str) -> Workspace:
-        """A pristine checkout of `commit`; from the pool when one is ready, else made now."""
-        bare = self.cache.bare(source)
+    def acquire(self, source: str, commit: str, name: str, refill: bool = True) -> Workspace:
+        """A pristine checkout of `commit`; from the pool when one is ready, else made now.
+
+        `refill=False` leaves preparing the next one to the caller (`prepare`), e.g. after a test run, so the
+        background checkout does not compete with it for the CPU."""
+        bare = self.cache.at(source, commit)
         key = (bare, commit, name)
         with self._lock:
             spares = self._ready.setdefault(key, [])
@@ -376,7 +408,8 @@ class WorkspacePool:
             ws = spares.pop() if spares else None
         if ws is None:
             ws = checkout(bare, commit, name, self.base_dir)
-        self._refill(key)
+        if refill:
+            self._refill(key)
         with self._lock:
             self._live.add(ws)
         return ws
@@ -386,9 +419,24 @@ class WorkspacePool:
             self._live.discard(ws)
         ws.close()
 
+    def discard(self, ws: Workspace) -> None:
+        """Release `ws` and remove its files in the background (grading does not wait for the deletion)."""
+        with self._lock:
+            self._live.discard(ws)
+            if self._closed:
+                ws.close()
+                return
+            self._discarded.add(ws)
+        self._executor.submit(self._remove, ws)
+
+    def _remove(self, ws: Workspace) -> None:
+        ws.close()
+        with self._lock:
+            self._discarded.discard(ws)
+
     def prepare(self, source: str, commit: str, name: str) -> None:
         """Start warming checkouts for an instance before its first episode."""
-        self._refill((self.cache.bare(source), commit, name))
+        self._refill((self.cache.at(source, commit), commit, name))
 
     def _refill(self, key: tuple[Path, str, str]) -> None:
         evicted: list[Workspace] = []
@@ -442,9 +490,10 @@ class WorkspacePool:
         """Remove every workspace, live or prepared, and stop preparing more."""
         with self._lock:
             self._closed = True
-            spare = [ws for lst in self._ready.values() for ws in lst] + list(self._live)
+            spare = [ws for lst in self._ready.values() for ws in lst] + list(self._live) + list(self._discarded)
             self._ready.clear()
             self._live.clear()
+            self._discarded.clear()
         self._executor.shutdown(wait=True, cancel_futures=True)
         for ws in spare:
             ws.close()

@@ -1,0 +1,41 @@
+"""The docker backend's per-instance images carry the harness's names; running one needs a Docker engine."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from mcpworld.swe.envs import harness_image
+from mcpworld.swe.shell import BackendUnavailable, DockerBackend
+
+
+def test_image_names_are_the_harness_names() -> None:
+    try:
+        import swebench
+    except ImportError:
+        pytest.skip("the official swebench package is not installed: pip install --no-deps swebench==5.0.2")
+    if "swebench.image_builder" not in sys.modules:  # its __init__ imports the Docker SDK; the spec does not
+        package = types.ModuleType("swebench.image_builder")
+        package.__path__ = [str(Path(swebench.__file__).parent / "image_builder")]
+        sys.modules["swebench.image_builder"] = package
+    spec = importlib.import_module("swebench.image_builder.image_spec").ImageSpec
+    for iid in ("django__django-11099", "astropy__astropy-12907", "sympy__sympy-20590"):
+        assert harness_image(iid) == spec(instance_id=iid, dockerfile="FROM x", namespace="swebench").name
+        assert harness_image(iid, namespace=None) == spec(instance_id=iid, dockerfile="FROM x", namespace=None).name
+    assert harness_image("x__y-1", given="swerebench/sweb.eval.x86_64.x_1776_y-1") == \
+        "swerebench/sweb.eval.x86_64.x_1776_y-1"  # a record's own image wins (SWE-rebench, SWE-smith)
+
+
+def test_an_instance_runs_in_its_harness_image_when_an_engine_answers(tmp_path: Path) -> None:
+    image = harness_image("django__django-11099")
+    try:
+        backend = DockerBackend(image=image)
+    except BackendUnavailable as exc:
+        pytest.skip(f"no Docker engine reachable here ({exc}); the image would be {image}")
+    result = backend.run("test -d /testbed && echo testbed", tmp_path, 120, writable=tmp_path)
+    backend.close(tmp_path)
+    assert result.exit_code == 0 and "testbed" in result.stdout
