@@ -39,3 +39,14 @@ def test_an_instance_runs_in_its_harness_image_when_an_engine_answers(tmp_path: 
     result = backend.run("test -d /testbed && echo testbed", tmp_path, 120, writable=tmp_path)
     backend.close(tmp_path)
     assert result.exit_code == 0 and "testbed" in result.stdout
+
+
+def test_each_episode_of_the_docker_backend_runs_in_its_instance_image() -> None:
+    from mcpworld.swe.instances import Instance
+    from mcpworld.swe.shell import image_for
+
+    plain = Instance(instance_id="django__django-11099", repo="django/django", base_commit="abc", problem_statement="", FAIL_TO_PASS=[])
+    assert image_for(plain) == harness_image("django__django-11099")
+    own = Instance(instance_id="x__y-1", repo="x/y", base_commit="abc", problem_statement="", FAIL_TO_PASS=[],
+                   extra={"docker_image": "swerebench/sweb.eval.x86_64.x_1776_y-1"})
+    assert image_for(own) == "swerebench/sweb.eval.x86_64.x_1776_y-1"

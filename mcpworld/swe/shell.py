@@ -228,7 +228,7 @@ class DockerBackend:
 
     name = "docker"
 
-    def __init__(self, image: str = "python:3.11-slim", mem_limit: str = "4g"):
+    def __init__(self, image: str | None = None, mem_limit: str = "4g"):
         try:
             import docker  # type: ignore[import-untyped]
         except ImportError:
@@ -244,20 +244,26 @@ class DockerBackend:
         self._containers: dict[str, object] = {}
 
     def for_episode(self, instance: Instance) -> EpisodeShell:
-        return ThreadShell(self)
+        """The episode's shell, in the instance's own image (`image_for`) unless one image was given for all."""
+        return ThreadShell(_ImageBackend(self, self.image or image_for(instance)))
 
-    def _container(self, cwd: Path, writable: Path) -> object:
+    def run(self, command: str, cwd: Path, timeout: float, env: dict[str, str] | None = None,
+            writable: Path | None = None) -> ExecResult:
+        return self.run_in(self.image or "python:3.11-slim", command, cwd, timeout, env, writable)
+
+    def _container(self, image: str, cwd: Path, writable: Path) -> object:
         key = str(writable)
         if key not in self._containers:
             self._containers[key] = self.client.containers.run(
-                self.image, ["sleep", "infinity"], detach=True, remove=True, network_disabled=True,
+                image, ["sleep", "infinity"], detach=True, remove=True, network_disabled=True,
                 mem_limit=self.mem_limit, working_dir=str(cwd), volumes={key: {"bind": key, "mode": "rw"}},
             )
         return self._containers[key]
 
-    def run(self, command: str, cwd: Path, timeout: float, env: dict[str, str] | None = None,
-            writable: Path | None = None) -> ExecResult:
-        container = self._container(cwd, writable or cwd)
+    def run_in(self, image: str, command: str, cwd: Path, timeout: float, env: dict[str, str] | None = None,
+               writable: Path | None = None) -> ExecResult:
+        """Run `command` in the workspace's container, started from `image` on its first command."""
+        container = self._container(image, cwd, writable or cwd)
         wrapped = f"timeout -s KILL {max(1, int(timeout))} bash -c {shlex.quote(command)}"
         start = time.monotonic()
         code, (out, err) = container.exec_run(["bash", "-c", wrapped], workdir=str(cwd), demux=True,  # type: ignore[attr-defined]
@@ -273,6 +279,34 @@ class DockerBackend:
                 container.kill()  # type: ignore[attr-defined]
             except Exception:
                 pass
+
+
+def image_for(instance: Instance) -> str:
+    """The SWE-bench harness's image for an instance: the record's own (`image`, SWE-rebench's `docker_image`)
+    when it names one, else the harness's `sweb.eval.<arch>.<id>` name."""
+    from mcpworld.swe.envs import harness_image
+
+    given = instance.extra.get("image") or instance.extra.get("docker_image") or ""
+    return harness_image(instance.instance_id, str(given))
+
+
+@dataclass
+class _ImageBackend:
+    """The docker backend seen through one image: what an episode's shell runs on."""
+
+    docker: DockerBackend
+    image: str
+    name = "docker"
+
+    def run(self, command: str, cwd: Path, timeout: float, env: dict[str, str] | None = None,
+            writable: Path | None = None) -> ExecResult:
+        return self.docker.run_in(self.image, command, cwd, timeout, env, writable)
+
+    def close(self, writable: Path) -> None:
+        self.docker.close(writable)
+
+    def for_episode(self, instance: Instance) -> EpisodeShell:
+        return self.docker.for_episode(instance)
 
 
 def make_backend(name: str, **options: object) -> ExecutionBackend:
