@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
-from collections.abc import Iterator
+import sys
+import types
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,3 +52,22 @@ def worlds_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def swebench() -> Callable[[str], Any]:
+    """Import a module of the official `swebench` package (the oracle our SWE grading is checked against).
+
+    `swebench.harness` and `swebench.image_builder` import Docker, datasets and Modal in their `__init__`; the
+    parsers, grading and image specs need none of those, so those packages are registered without running it.
+    """
+    try:
+        import swebench as package
+    except ImportError:
+        pytest.skip("the official swebench package is not installed: pip install --no-deps swebench==5.0.2 unidiff")
+    for sub in ("harness", "image_builder"):
+        if f"swebench.{sub}" not in sys.modules:
+            module = types.ModuleType(f"swebench.{sub}")
+            module.__path__ = [str(Path(package.__file__).parent / sub)]
+            sys.modules[f"swebench.{sub}"] = module
+    return importlib.import_module

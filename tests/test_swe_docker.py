@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-import sys
-import types
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,16 +12,8 @@ from mcpworld.swe.envs import harness_image
 from mcpworld.swe.shell import BackendUnavailable, DockerBackend
 
 
-def test_image_names_are_the_harness_names() -> None:
-    try:
-        import swebench
-    except ImportError:
-        pytest.skip("the official swebench package is not installed: pip install --no-deps swebench==5.0.2")
-    if "swebench.image_builder" not in sys.modules:  # its __init__ imports the Docker SDK; the spec does not
-        package = types.ModuleType("swebench.image_builder")
-        package.__path__ = [str(Path(swebench.__file__).parent / "image_builder")]
-        sys.modules["swebench.image_builder"] = package
-    spec = importlib.import_module("swebench.image_builder.image_spec").ImageSpec
+def test_image_names_are_the_harness_names(swebench: Callable[[str], Any]) -> None:
+    spec = swebench("swebench.image_builder.image_spec").ImageSpec
     for iid in ("django__django-11099", "astropy__astropy-12907", "sympy__sympy-20590"):
         assert harness_image(iid) == spec(instance_id=iid, dockerfile="FROM x", namespace="swebench").name
         assert harness_image(iid, namespace=None) == spec(instance_id=iid, dockerfile="FROM x", namespace=None).name
@@ -45,7 +36,8 @@ def test_each_episode_of_the_docker_backend_runs_in_its_instance_image() -> None
     from mcpworld.swe.instances import Instance
     from mcpworld.swe.shell import image_for
 
-    plain = Instance(instance_id="django__django-11099", repo="django/django", base_commit="abc", problem_statement="", FAIL_TO_PASS=[])
+    plain = Instance(instance_id="django__django-11099", repo="django/django", base_commit="abc",
+                     problem_statement="", FAIL_TO_PASS=[])
     assert image_for(plain) == harness_image("django__django-11099")
     own = Instance(instance_id="x__y-1", repo="x/y", base_commit="abc", problem_statement="", FAIL_TO_PASS=[],
                    extra={"docker_image": "swerebench/sweb.eval.x86_64.x_1776_y-1"})

@@ -9,12 +9,11 @@ so must the report.json entries built from them.
 
 from __future__ import annotations
 
-import importlib
 import json
 import subprocess
 import sys
 import tarfile
-import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -136,27 +135,12 @@ class BrokenSetUp(unittest.TestCase):
 FETCH = Path("/var/tmp/mcpworld-swe-fetch")  # outside /tmp: contained commands see it (read-only)
 
 
-def _harness() -> dict[str, Any]:
-    """The official parsers and grading. swebench/harness/__init__.py imports its Docker and Modal runners
-    (docker, datasets, modal); the parsers and grading need none of those, so the subpackage is registered
-    without running that file."""
-    try:
-        import swebench
-    except ImportError:
-        pytest.skip("the official swebench package is not installed: pip install --no-deps swebench==5.0.2 unidiff")
-    if "swebench.harness" not in sys.modules:
-        package = types.ModuleType("swebench.harness")
-        package.__path__ = [str(Path(swebench.__file__).parent / "harness")]
-        sys.modules["swebench.harness"] = package
-    return {"parsers": importlib.import_module("swebench.harness.log_parsers"),
-            "python": importlib.import_module("swebench.harness.log_parsers.python"),
-            "grading": importlib.import_module("swebench.harness.grading"),
-            "types": importlib.import_module("swebench.types")}
-
-
 @pytest.fixture(scope="module")
-def harness() -> dict[str, Any]:
-    return _harness()
+def harness(swebench: Callable[[str], Any]) -> dict[str, Any]:
+    return {"parsers": swebench("swebench.harness.log_parsers"),
+            "python": swebench("swebench.harness.log_parsers.python"),
+            "grading": swebench("swebench.harness.grading"),
+            "types": swebench("swebench.types")}
 
 
 def _run(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:

@@ -7,15 +7,13 @@ The projects are built outside /tmp, where contained commands could otherwise se
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +82,8 @@ def pool() -> Iterator[WorkspacePool]:
 
 
 def test_gold_resolves_three_real_projects_and_empty_or_wrong_patches_do_not(
-        real: tuple[dict[str, Instance], Path], envs: EnvManager, pool: WorkspacePool, tmp_path: Path) -> None:
+        real: tuple[dict[str, Instance], Path], envs: EnvManager, pool: WorkspacePool, tmp_path: Path,
+        swebench: Callable[[str], Any]) -> None:
     instances, _ = real
     assert {i.repo for i in instances.values()} == {"benjaminp/six", "more-itertools/more-itertools", "django/django"}
     backend = LocalBackend()
@@ -102,27 +101,13 @@ def test_gold_resolves_three_real_projects_and_empty_or_wrong_patches_do_not(
     assert "test_six.py::test_ensure_str_decode_errors[replace" in instances["benjaminp__six-1"].FAIL_TO_PASS
     assert instances["more-itertools__more-itertools-1"].FAIL_TO_PASS == [
         "first() returns a default of None for an empty iterable"]
-    _same_reports_as_the_harness(instances, tmp_path)
+    _same_reports_as_the_harness(instances, tmp_path, swebench)
 
 
-def _harness() -> dict[str, Any]:
-    """The official parsers and grading, without swebench/harness/__init__.py (which imports its Docker and Modal
-    runners: docker, datasets, modal)."""
-    try:
-        import swebench
-    except ImportError:
-        pytest.skip("the official swebench package is not installed: pip install --no-deps swebench==5.0.2 unidiff")
-    if "swebench.harness" not in sys.modules:
-        package = types.ModuleType("swebench.harness")
-        package.__path__ = [str(Path(swebench.__file__).parent / "harness")]
-        sys.modules["swebench.harness"] = package
-    return {"grading": importlib.import_module("swebench.harness.grading"),
-            "types": importlib.import_module("swebench.types")}
-
-
-def _same_reports_as_the_harness(instances: dict[str, Instance], logs: Path) -> None:
+def _same_reports_as_the_harness(instances: dict[str, Instance], logs: Path,
+                                 swebench: Callable[[str], Any]) -> None:
     """The official harness, reading the same saved logs, writes the same report.json entries."""
-    h = _harness()
+    h = {"grading": swebench("swebench.harness.grading"), "types": swebench("swebench.types")}
     for folder in sorted(logs.iterdir()):
         inst = instances[folder.name.removesuffix("-wrong")]
         ts = h["types"].TestSpec(instance_id=inst.instance_id, image="", eval_script_list=[], repo=inst.repo,
