@@ -3,6 +3,9 @@
 - `EpisodeTable`: live episodes by id, a default episode per connection for clients that send no id, a cap on how
   many are alive (slots reserved while a slow start runs), idle eviction, and freeing a closed session's episode.
 - `connection_key`: which connection (HTTP session, stream, process) a request belongs to.
+- Episode handles: a plain client on a sessionless (2026-07-28) connection has no connection to key a default
+  episode by, so `EpisodeTable.for_call` mints it one and `with_handle_note` tells it the handle, an ordinary tool
+  argument `episode` (SEP-2567) that `take_handle` takes off later calls. No two clients ever share an episode.
 - `ToolBox`: a server's typed tools (`mcpworld.core.tools`) listed, checked (size, schema) and run, every outcome a
   tool result: an unexpected exception is an `isError` result that says what happened, never a JSON-RPC error.
 - `text_result` / `value_result` / `argument_size_error`: the result helpers and the argument-size guard.
@@ -28,6 +31,7 @@ import anyio
 import anyio.to_thread
 import mcp_types as types
 
+from mcpworld.core.protocol import EPISODE_META_KEY
 from mcpworld.core.tools import ArgumentError, ToolSpec, build_tool
 
 logger = logging.getLogger(__name__)
@@ -73,7 +77,7 @@ def connection_key(ctx: Any) -> str | None:
 
     A 2025-11-25 HTTP client has its session; a stream (stdio, a legacy in-memory connection) is one client for
     as long as it is open; an in-process 2026-07-28 client is its process. A sessionless (2026-07-28) HTTP
-    request has no connection at all: nothing tells two such clients apart.
+    request has no connection at all: nothing tells two such clients apart, so each gets a handle (`for_call`).
     """
     request = getattr(ctx, "request", None)
     headers = getattr(request, "headers", None)
@@ -100,6 +104,51 @@ def connection_key(ctx: Any) -> str | None:
 def session_key(session_id: str) -> str:
     """The connection key of an HTTP session (what `connection_key` returns for its requests)."""
     return f"session:{session_id}"
+
+
+# -- episode handles (plain clients without a connection) ----------------------------------------------------------
+
+HANDLE_ARGUMENT = "episode"  # the server-minted episode handle, as an ordinary tool argument (SEP-2567)
+HANDLE_SCHEMA: dict[str, Any] = {
+    "type": ["string", "null"], "default": None,
+    "description": "Your episode's handle (returned by this server's tools, or by start_task): pass it on every call "
+    "to keep working in the same episode; omit it once to start a fresh one.",
+}
+
+
+def take_handle(arguments: dict[str, Any] | None) -> tuple[str | None, dict[str, Any]]:
+    """(the `episode` handle, the tool's own arguments without it): the tool never sees the handle."""
+    rest = dict(arguments or {})
+    handle = rest.pop(HANDLE_ARGUMENT, None)
+    return (None if handle is None else str(handle)), rest
+
+
+def requested_episode(ctx: Any, handle: str | None = None) -> str | None:
+    """The episode a request names: its `_meta` id (the extension's, which always wins), else its handle."""
+    meta = getattr(ctx, "meta", None)
+    named = meta.get(EPISODE_META_KEY) if meta else None
+    return str(named) if named is not None else handle
+
+
+def with_handle(tool: types.Tool) -> types.Tool:
+    """The tool as a sessionless plain client may be shown it: an optional `episode` handle among its arguments."""
+    schema = dict(tool.input_schema or {"type": "object"})
+    properties = dict(schema.get("properties") or {})
+    if HANDLE_ARGUMENT in properties:
+        return tool
+    properties[HANDLE_ARGUMENT] = HANDLE_SCHEMA
+    schema["properties"] = properties
+    return tool.model_copy(update={"input_schema": schema})
+
+
+def with_handle_note(result: types.CallToolResult, episode_id: str) -> types.CallToolResult:
+    """A result of the call that minted `episode_id`: its handle in `_meta` and as a last text block."""
+    note = (f"[episode {episode_id}: this call started a fresh episode; pass \"{HANDLE_ARGUMENT}\": "
+            f"\"{episode_id}\" on your next calls to keep working in it]")
+    return result.model_copy(update={
+        "content": [*result.content, types.TextContent(type="text", text=note)],
+        "meta": {**(result.meta or {}), EPISODE_META_KEY: episode_id},
+    })
 
 
 # -- the episode table ---------------------------------------------------------------------------------------------
@@ -172,15 +221,19 @@ class EpisodeTable(Generic[E]):
         with self._lock:
             if self._shut:
                 raise EpisodeError("the server is shutting down")
-            if len(self._live) + self._starting >= self.limits.max_episodes and self._implicit:
-                oldest = min(self._implicit, key=lambda eid: getattr(self._live.get(eid), "last_used", 0.0))
-                self.close(oldest)
+            idle = [eid for eid in self._implicit if not self._is_busy(eid)]
+            if len(self._live) + self._starting >= self.limits.max_episodes and idle:
+                self.close(min(idle, key=lambda eid: getattr(self._live.get(eid), "last_used", 0.0)))
             live = len(self._live) + self._starting
             if live >= self.limits.max_episodes:
                 counting = ", counting starts in progress" if self._starting else ""
                 raise EpisodeError(f"too many live episodes ({live} of max {self.limits.max_episodes}{counting}); "
                                    "close finished episodes or raise --max-episodes")
             self._starting += 1
+
+    def _is_busy(self, episode_id: str) -> bool:
+        episode = self._live.get(episode_id)
+        return episode is not None and self._busy is not None and self._busy(episode)
 
     def get(self, episode_id: str) -> E:
         self.sweep()
@@ -208,6 +261,21 @@ class EpisodeTable(Generic[E]):
         if other is not episode:
             self.close(episode.id)
         return other
+
+    def for_call(self, ctx: Any, handle: str | None = None) -> tuple[E, bool]:
+        """(the episode a plain tool call acts on, whether it was minted for this call). May start one: blocking.
+
+        Its `_meta` id, else its `episode` handle, else its connection's default episode; a sessionless request
+        with none of these gets a fresh episode (evictable at the cap) whose handle the caller must return to
+        the client (`with_handle_note`), so it is never handed someone else's.
+        """
+        named = requested_episode(ctx, handle)
+        if named is not None:
+            return self.get(named), False
+        key = connection_key(ctx)
+        if key is not None:
+            return self.default(key), False
+        return self.start(None, implicit=True), True
 
     def default_id(self, connection: str) -> str | None:
         """The id of this connection's default episode, if it has a live one."""
@@ -266,10 +334,12 @@ class EpisodeTable(Generic[E]):
 
 @dataclass(frozen=True)
 class PreparedCall:
-    """A tool call whose name and arguments passed the checks: run it with `ToolBox.run`."""
+    """A tool call whose name and arguments passed the checks: run it with `ToolBox.run`. `handle`: the
+    `episode` handle the call carried (taken off its arguments), when the box's tools act on episodes."""
 
     spec: ToolSpec
     arguments: dict[str, Any]
+    handle: str | None = None
 
 
 class ToolBox:
@@ -277,14 +347,19 @@ class ToolBox:
 
     A tool returns text, a JSON-able value, or a `CallToolResult`; an exception of one of the `expected` types
     is a tool error with its message; any other exception is a tool error saying what happened (and is logged).
+    With `handles`, every call may carry an `episode` handle (`take_handle`), which its tool never sees.
     """
 
     def __init__(self, functions: Iterable[Callable[..., Any]], *, max_argument_bytes: int,
-                 expected: Sequence[type[Exception]] = ()):
+                 expected: Sequence[type[Exception]] = (), handles: bool = False):
         self.specs = {spec.name: spec for spec in map(build_tool, functions)}
         self.tools = [spec.mcp_tool() for spec in self.specs.values()]
         self.max_argument_bytes = max_argument_bytes
         self.expected = tuple(expected)
+        self.handles = handles
+        clash = [name for name, spec in self.specs.items() if HANDLE_ARGUMENT in spec.args_model.model_fields]
+        if handles and clash:
+            raise ValueError(f"tools {clash} take an argument named {HANDLE_ARGUMENT!r}, the episode handle's name")
 
     def prepare(self, params: types.CallToolRequestParams) -> PreparedCall | types.CallToolResult:
         """The checked call, or the error result for an unknown tool, oversized or invalid arguments."""
@@ -295,8 +370,11 @@ class ToolBox:
         refused = argument_size_error(arguments, self.max_argument_bytes)
         if refused is not None:
             return refused
+        handle = None
+        if self.handles:
+            handle, arguments = take_handle(arguments)
         try:
-            return PreparedCall(spec, spec.parse(arguments))
+            return PreparedCall(spec, spec.parse(arguments), handle)
         except ArgumentError as exc:
             return text_result(str(exc), error=True)
 

@@ -3,16 +3,17 @@
 Only domain tools appear in tools/list. Episodes are driven through the same `io.mcpworld/episode` extension
 methods as worlds (start / verify / close / tasks / state), so `EpisodeControl` and the agent work unchanged; a
 client that sends no episode id gets one default episode per connection, freed as soon as it deletes its HTTP
-session. Built on the episode kernel (`mcpworld.core.episode_server`); the tools are typed functions of the
-episode (`mcpworld.swe.tools`). Blocking work (git, commands, the language server, grading) runs in worker threads
-so one slow episode never stalls the others.
+session, and a sessionless (2026-07-28 HTTP) plain client gets a fresh episode whose server-minted handle it
+passes back as the `episode` argument: no two clients ever share a workspace. Built on the episode kernel
+(`mcpworld.core.episode_server`); the tools are typed functions of the episode (`mcpworld.swe.tools`). Blocking
+work (git, commands, the language server, grading) runs in worker threads so one slow episode never stalls others.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,11 +31,12 @@ from mcpworld.core.episode_server import (
     EpisodeLimits,
     EpisodeTable,
     ToolBox,
-    connection_key,
     mount,
+    requested_episode,
     running,
     text_result,
     unexpected_error,
+    with_handle_note,
 )
 from mcpworld.core.models import TaskInfo, ToolCall, Verdict
 from mcpworld.core.security import Exposure
@@ -50,9 +52,8 @@ from mcpworld.swe.workspace import WorkspaceError, WorkspacePool
 
 logger = logging.getLogger(__name__)
 MAX_ARGUMENT_BYTES = 1024 * 1024
-TOOLBOX = ToolBox(TOOL_FUNCTIONS, max_argument_bytes=MAX_ARGUMENT_BYTES, expected=EXPECTED_ERRORS)
+TOOLBOX = ToolBox(TOOL_FUNCTIONS, max_argument_bytes=MAX_ARGUMENT_BYTES, expected=EXPECTED_ERRORS, handles=True)
 TOOLS = TOOLBOX.tools
-SESSIONLESS = "sessionless"  # the one default episode of sessionless (2026-07-28 HTTP) plain clients (docs/swe.md)
 Grader = Callable[[Instance, str | None], Awaitable[Verdict]]
 
 
@@ -98,7 +99,6 @@ class SWEServer:
             busy=lambda e: e.busy.locked())
         self._commits: dict[str, str] = {}
         self._solutions: dict[str, list[ToolCall]] = {}
-        self._ids = itertools.count(1)
         self.server: Server[Any] = Server(
             "io.mcpworld/swe", version=__version__, title="SWE sandbox",
             description="Repository tasks with editor, shell, search and LSP tools, graded like SWE-bench",
@@ -125,7 +125,8 @@ class SWEServer:
         commit = self._commit(instance)
         ws = self.pool.acquire(instance.repo_source, commit, repo_dirname(instance))
         try:
-            return SWEEpisode(f"swe-{id_tag()}{next(self._ids)}-{ws.parent.name[-8:]}", instance, ws, Editor(ws.root),
+            # The id is also a sessionless client's handle, all that names its episode: unguessable, like a world's.
+            return SWEEpisode(f"swe-{id_tag()}{secrets.token_hex(8)}", instance, ws, Editor(ws.root),
                               LspSession(ws.root), self.backend.for_episode(instance),
                               self.options.default_command_timeout_s, self.options.command_timeout_s)
         except BaseException:
@@ -160,13 +161,13 @@ class SWEServer:
         self.episodes.shutdown()
         self.pool.close_all()
 
-    async def _episode(self, ctx: Any) -> SWEEpisode:
-        meta = getattr(ctx, "meta", None)
-        episode_id = meta.get(p.EPISODE_META_KEY) if meta else None
-        if episode_id is not None:
-            return self.get(str(episode_id))
-        key = connection_key(ctx) or SESSIONLESS
-        return await anyio.to_thread.run_sync(self.episodes.default, key)
+    async def _episode(self, ctx: Any, handle: str | None) -> tuple[SWEEpisode, bool]:
+        """The call's episode and whether it was minted for it (`EpisodeTable.for_call`; a start is a checkout,
+        so it runs in a worker thread)."""
+        named = requested_episode(ctx, handle)
+        if named is not None:
+            return self.get(named), False
+        return await anyio.to_thread.run_sync(self.episodes.for_call, ctx)
 
     # -- tools -----------------------------------------------------------------------------------------------
 
@@ -178,13 +179,18 @@ class SWEServer:
         if isinstance(call, types.CallToolResult):
             return call
         try:
-            episode = await self._episode(ctx)
+            episode, minted = await self._episode(ctx, call.handle)
         except (EpisodeError, WorkspaceError) as exc:
             return text_result(str(exc), error=True)
         except Exception as exc:
             return text_result(unexpected_error("starting this connection's episode", exc), error=True)
         async with episode.busy:
-            return await TOOLBOX.run(call, episode)
+            try:
+                self.get(episode.id)  # still live: not closed (or evicted) while this call waited for it
+            except EpisodeError as exc:
+                return text_result(str(exc), error=True)
+            result = await TOOLBOX.run(call, episode)
+        return with_handle_note(result, episode.id) if minted else result
 
     # -- prompts (tasks for people in an MCP client) ---------------------------------------------------------
 
