@@ -148,3 +148,25 @@ def test_sft_export_filters_and_formats(tmp_path: Path) -> None:
     assert SFTFilter().reason(erred) == "invalid_calls"
     assert SFTFilter(drop_invalid_calls=False).reason(erred) is None
     assert SFTFilter(max_turns=0).reason(erred) == "turns"
+
+
+@pytest.mark.parametrize("drops", [True, False], ids=["tools-dropped", "tools-honoured"])
+def test_native_tools_unsupported_is_said_not_silent(worlds_url: str, tmp_path: Path, drops: bool) -> None:
+    """An endpoint that drops `tools` (llama-cpp-python's default chat handler) stops `train rollouts
+    --format native` with what to do instead; one that honours them plays, each reply capped by --max-tokens."""
+    import subprocess
+    import sys
+
+    url = f"{worlds_url}/worlds/airline/mcp"
+    llm = ReplayLLM({"Say ok.": [{"content": "ok"}], "": [{"content": "I cannot help."}]}, drops_tools=drops)
+    with serve(llm, free_port()) as base:
+        result = subprocess.run([sys.executable, "-m", "mcpworld", "train", "rollouts", "--server", url, "-G", "1",
+                                 "--model", "m", "--base-url", base, "--format", "native", "--max-tokens", "77",
+                                 "-o", str(tmp_path / "r")], capture_output=True, text=True, timeout=300)
+    if drops:
+        assert result.returncode == 1 and "ignores the `tools` parameter" in result.stderr
+        assert "--format text" in result.stderr and not (tmp_path / "r" / "trajectories.jsonl").exists()
+    else:
+        assert result.returncode == 0, result.stderr[-2000:]
+        played = [r for r in llm.requests if r["messages"][0]["content"] != "Say ok."]
+        assert played and all(r["max_tokens"] == 77 and r["tools"] for r in played)

@@ -157,6 +157,8 @@ async def _turn(ctl: EpisodeControl, traj: Trajectory, task: TaskInfo, policy: P
     for key, value in getattr(policy, "usage", {}).items():
         if isinstance(value, int):
             traj.usage[key] = traj.usage.get(key, 0) + value
+    if action.truncated:  # the token cap cut the reply: whatever it parses as, it is not the agent's full turn
+        raise EpisodeEnd(Termination.TRUNCATED, f"turn {turn}: the reply was cut off by its token cap")
     if action.error is not None:
         raise EpisodeEnd(Termination.FORMAT_ERROR, f"turn {turn}: {action.error}")
     if (local := policy.format.local_messages(action, tools)) is not None:  # answered by the format, no server call

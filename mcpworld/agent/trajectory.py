@@ -23,14 +23,17 @@ FORMAT_PENALTY = -1.0  # AWM's format reward: what a penalised termination score
 
 
 class Termination(StrEnum):
-    """How an episode ended; the one place that knows which endings are penalised and which are infra errors.
+    """How an episode ended, and what it scores: the one reward table (docs/training.md, "Rewards").
 
     A StrEnum, so trajectories keep the plain strings on disk and `t.termination == "max_turns"` still reads.
+    The bridge, the embedded trainer and rollouts all score through `reward`; `tests/test_trainer_rewards.py`
+    checks the docs' table against `REWARD_RULES` and every trainer against `reward`.
     """
 
     FINAL_ANSWER = "final_answer"
     MAX_TURNS = "max_turns"
     TIMEOUT = "timeout"
+    TRUNCATED = "truncated"
     FORMAT_ERROR = "format_error"
     UNKNOWN_TOOL = "unknown_tool"
     INFRA_ERROR = "infra_error"
@@ -52,14 +55,40 @@ class Termination(StrEnum):
         """
         return self in (Termination.INFRA_ERROR, Termination.SERVER_ERROR)
 
+    @property
+    def scored(self) -> bool:
+        """Whether the episode is a sample of the policy at all. Infra errors are not, and neither is a model
+        error (the model's endpoint failed to answer: nothing the policy chose): both are left out of training."""
+        return not self.infra and self is not Termination.MODEL_ERROR
+
+    @property
+    def verified(self) -> bool:
+        """The verifier decides the reward (the agent answered, or its turns ran out and the state is judged)."""
+        return self in (Termination.FINAL_ANSWER, Termination.MAX_TURNS)
+
     def reward(self, passed: bool = False, *, penalize: bool = True) -> float:
-        """The episode's verifier reward: 1 passed / 0, `FORMAT_PENALTY` when penalised, never anything for infra."""
-        if self.infra:
+        """The episode's reward: 1 passed / 0 failed when verified, `FORMAT_PENALTY` when penalised, else 0
+        (unscored endings return 0 too, but are never trained on: see `scored`)."""
+        if not self.scored:
             return 0.0
         if self.penalized:
             return FORMAT_PENALTY if penalize else 0.0
-        return 1.0 if passed else 0.0
+        return 1.0 if passed and self.verified else 0.0
 
+
+REWARD_RULES: dict[Termination, str] = {
+    Termination.FINAL_ANSWER: "1 if the verifier passes, else 0",
+    Termination.MAX_TURNS: "1 if the verifier passes, else 0",
+    Termination.TIMEOUT: "0",
+    Termination.TRUNCATED: "0",
+    Termination.FORMAT_ERROR: "-1",
+    Termination.UNKNOWN_TOOL: "-1",
+    Termination.EPISODE_TIMEOUT: "0",
+    Termination.INFRA_ERROR: "not scored",
+    Termination.SERVER_ERROR: "not scored",
+    Termination.MODEL_ERROR: "not scored",
+}
+"""What each ending scores, in words: the docs' reward table is checked against this and `Termination.reward`."""
 
 INFRA_TERMINATIONS = frozenset(t for t in Termination if t.infra)
 PENALIZED_TERMINATIONS = frozenset(t for t in Termination if t.penalized)
@@ -105,6 +134,11 @@ class Trajectory(BaseModel):
     def is_infra(self) -> bool:
         """Lost to an infrastructure error: no reward, not a sample of the policy, to be played again."""
         return Termination(self.termination).infra
+
+    @property
+    def is_scored(self) -> bool:
+        """A sample of the policy with a reward (not an infra error, not a model error): what training uses."""
+        return Termination(self.termination).scored
 
     @property
     def is_penalized(self) -> bool:

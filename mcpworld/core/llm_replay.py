@@ -19,14 +19,15 @@ from starlette.routing import Route
 
 from mcpworld.core.serving import serve_in_thread
 
-Reply = dict[str, Any]  # an assistant message, or {"status": 500} / {"sleep": 5} / {"raw": "text body"}
+Reply = dict[str, Any]  # an assistant message (+ "finish_reason"), or {"status": 500} / {"sleep": 5} / {"raw": "..."}
 
 
 class ReplayLLM:
     """Scripts keyed by a substring of the conversation's first user message."""
 
-    def __init__(self, scripts: dict[str, list[Reply]]):
+    def __init__(self, scripts: dict[str, list[Reply]], drops_tools: bool = False):
         self.scripts = scripts
+        self.drops_tools = drops_tools  # like llama-cpp-python's default chat handler: `tools` never reach the prompt
         self.requests: list[dict[str, Any]] = []
 
     def _script(self, messages: list[dict[str, Any]]) -> tuple[str, list[Reply]] | None:
@@ -66,8 +67,10 @@ class ReplayLLM:
         return JSONResponse({
             "id": "replay", "object": "chat.completion", "model": body.get("model", "replay"),
             "choices": [{"index": 0, "message": message,
-                         "finish_reason": "tool_calls" if reply.get("tool_calls") else "stop"}],
-            "usage": {"prompt_tokens": sum(len(str(m.get("content") or "")) // 4 for m in body["messages"]),
+                         "finish_reason": reply.get("finish_reason")
+                         or ("tool_calls" if reply.get("tool_calls") else "stop")}],
+            "usage": {"prompt_tokens": sum(len(str(m.get("content") or "")) // 4 for m in body["messages"])
+                      + (0 if self.drops_tools else len(json.dumps(body.get("tools") or [])) // 4),
                       "completion_tokens": len(str(reply.get("content") or "")) // 4 + 1, "total_tokens": 0},
         })
 

@@ -33,6 +33,10 @@ def train_group() -> None:
 @click.option("--base-url", envvar="OPENAI_BASE_URL", default=None)
 @click.option("--format", "fmt", type=click.Choice(["native", "text", "awm"]), default="native", show_default=True)
 @click.option("--temperature", default=1.0, show_default=True)
+@click.option("--max-tokens", type=int, default=1024, show_default=True,
+              help="Cap on each reply; a tool call cut off there ends the episode as `truncated` (reward 0).")
+@click.option("--no-tool-check", is_flag=True,
+              help="Skip checking that the endpoint honours native `tools` (with --format native).")
 @click.option("--reward", type=click.Choice(["verifier", "judge"]), default="verifier", show_default=True)
 @click.option("--judge-model", default=None, help="Judge model (with --reward judge).")
 @click.option("--judge-base-url", default=None, help="Judge endpoint (default: --base-url).")
@@ -43,8 +47,9 @@ def train_group() -> None:
               help="Directory: trajectories.jsonl (resumable) and groups.jsonl.")
 @click.option("--registry", default=None)
 def rollouts(server: str, split: str, group_size: int, policy: str, model: str | None, base_url: str | None,
-             fmt: str, temperature: float, reward: str, judge_model: str | None, judge_base_url: str | None,
-             estimator: str, drop_degenerate: bool, concurrency: int, output: Path, registry: str | None) -> None:
+             fmt: str, temperature: float, max_tokens: int, no_tool_check: bool, reward: str,
+             judge_model: str | None, judge_base_url: str | None, estimator: str, drop_degenerate: bool,
+             concurrency: int, output: Path, registry: str | None) -> None:
     """Collect G samples per task, reward them and write them grouped by task with advantages.
 
     Re-running with the same output resumes: finished episodes are kept, the rest are played.
@@ -72,9 +77,27 @@ def rollouts(server: str, split: str, group_size: int, policy: str, model: str |
     spec = RunSpec(server=server, tasks=tasks, samples=group_size, concurrency=concurrency,
                    output=output / "trajectories.jsonl", resume=True, registry=registry)
 
+    client = None
+    if policy == "openai":
+        from mcpworld.agent.formats import NativeToolsUnsupported, check_native_tools
+        from mcpworld.core.llm import LLMError
+
+        client = ChatClient(base_url=base_url, model=model,  # type: ignore[arg-type]
+                            sampling={"temperature": temperature, "max_tokens": max_tokens})
+        async def probe(chat: ChatClient) -> None:
+            try:
+                await check_native_tools(chat)
+            finally:
+                await chat.aclose()  # its connections belong to this event loop, not the run's
+
+        if fmt == "native" and not no_tool_check:
+            try:
+                anyio.run(probe, client)
+            except (NativeToolsUnsupported, LLMError) as exc:
+                raise click.ClickException(str(exc)) from None
+
     def policy_for(index: int) -> Policy:
-        return make_policy(policy, seed=spec.seed, index=index, format=fmt, model=model, base_url=base_url,
-                           temperature=temperature)
+        return make_policy(policy, seed=spec.seed, index=index, format=fmt, client=client)
 
     scorer = verifier_reward if reward == "verifier" else JudgeReward(
         ChatClient(base_url=judge_base_url or base_url, model=judge_model), {t.id: t.instruction for t in tasks})  # type: ignore[arg-type]
@@ -88,6 +111,9 @@ def rollouts(server: str, split: str, group_size: int, policy: str, model: str |
     flat = sum(g.degenerate for g in groups)
     click.echo(f"{len(groups)} groups ({flat} with all-equal rewards{', dropped' if drop_degenerate else ''}); "
                f"wrote {kept} to {output / 'groups.jsonl'}")
+    if groups.model_errors:
+        click.echo(f"warning: {groups.model_errors} samples whose model endpoint failed (model_error) are left out of "
+                   "the groups; see their `error` in trajectories.jsonl", err=True)
     if groups.lost:
         why = ", ".join(f"{k}: {v}" for k, v in sorted(groups.lost_reasons.items()))
         click.echo(f"error: {groups.lost} samples lost to infrastructure errors ({why}) are left out of the groups; "
@@ -188,24 +214,47 @@ def openrlhf_data(servers: tuple[str, ...], split: str, registry: str | None, ou
 @click.option("--samples", default=8, show_default=True, help="Samples per prompt (group size).")
 @click.option("--estimator", type=click.Choice(["group_norm", "rloo", "reinforce_baseline", "dr_grpo"]),
               default="group_norm", show_default=True)
-@click.option("--gpus", default=8, show_default=True)
-@click.option("--vllm-engines", default=4, show_default=True)
+@click.option("--gpus", default=8, show_default=True, help="GPUs per node (actor, reference and vLLM colocated).")
+@click.option("--vllm-engines", type=int, default=None, help="vLLM engines [default: GPUs / --vllm-tp].")
+@click.option("--vllm-tp", default=1, show_default=True, help="Tensor-parallel size of each vLLM engine.")
+@click.option("--max-len", default=8192, show_default=True, help="Tokens per rollout: prompt, replies and results.")
+@click.option("--max-reply-tokens", type=int, default=None,
+              help="Cap on each reply (a reply cut off there ends the episode as `truncated`) [default: what is "
+                   "left of --max-len].")
+@click.option("--history-turns", type=int, default=None,
+              help="AWM history-aware training: each turn sees system + task + the last K turns, and is trained on "
+                   "exactly that.")
 @click.option("--registry", default=None, envvar="MCPWORLD_REGISTRY")
 @click.option("--run", "execute", is_flag=True, help="Run it (needs OpenRLHF, Ray, vLLM and GPUs).")
 @click.argument("extra", nargs=-1)
-def openrlhf(data: Path, pretrain: str, output: Path, samples: int, estimator: str, gpus: int, vllm_engines: int,
-             registry: str | None, execute: bool, extra: tuple[str, ...]) -> None:
+def openrlhf(data: Path, pretrain: str, output: Path, samples: int, estimator: str, gpus: int,
+             vllm_engines: int | None, vllm_tp: int, max_len: int, max_reply_tokens: int | None,
+             history_turns: int | None, registry: str | None, execute: bool, extra: tuple[str, ...]) -> None:
     """Print (or --run) the OpenRLHF command that trains on mcpworld through the agent bridge.
 
     Arguments after `--` are passed to OpenRLHF unchanged.
     """
     from mcpworld.trainer.openrlhf_cmd import openrlhf_command, shell_line
 
-    argv = openrlhf_command(data, pretrain, output, samples=samples, estimator=estimator, gpus=gpus,
-                            vllm_engines=vllm_engines, extra=extra)
+    try:
+        argv = openrlhf_command(data, pretrain, output, samples=samples, estimator=estimator, gpus=gpus,
+                                vllm_engines=vllm_engines, vllm_tp=vllm_tp, max_len=max_len,
+                                max_new_tokens=max_reply_tokens or 1024, extra=extra)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
     env = {"MCPWORLD_REGISTRY": registry} if registry else {}
+    if max_reply_tokens is not None:
+        env["MCPWORLD_MAX_REPLY_TOKENS"] = str(max_reply_tokens)
+    if history_turns is not None:
+        env["MCPWORLD_HISTORY_TURNS"] = str(history_turns)
     click.echo(shell_line(argv, env))
     if execute:
+        from mcpworld.trainer.openrlhf_cmd import openrlhf_startup_check
+
+        try:  # OpenRLHF's own start-up checks, before Ray and the GPUs are taken
+            openrlhf_startup_check(argv[3:])
+        except AssertionError as exc:
+            raise click.ClickException(f"OpenRLHF would refuse this command: {exc}") from None
         raise SystemExit(subprocess.call(argv, env={**os.environ, **env}))
 
 
@@ -228,12 +277,18 @@ def openrlhf(data: Path, pretrain: str, output: Path, samples: int, estimator: s
 @click.option("--eps-low", default=0.2, show_default=True)
 @click.option("--eps-high", default=0.28, show_default=True, help="Clip-higher upper bound.")
 @click.option("--estimator", type=click.Choice(["group_norm", "rloo"]), default="group_norm", show_default=True)
+@click.option("--ppo-epochs", default=2, show_default=True, help="Passes over each batch of rollouts.")
+@click.option("--minibatches", default=2, show_default=True, help="Optimizer steps per pass.")
+@click.option("--history-turns", type=int, default=None,
+              help="AWM history-aware training: each turn sees, and is trained on, system + task + the last K turns.")
+@click.option("--temperature", default=1.0, show_default=True)
 @click.option("--checkpoint-every", default=0, show_default=True)
 @click.option("--seed", default=0, show_default=True)
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("grpo-run"), show_default=True)
 def grpo(world: Path | None, server: str | None, task_ids: tuple[str, ...], model_path: str | None,
          gguf: Path | None, tiny: bool, steps: int, tasks_per_step: int, group_size: int, max_turns: int,
          max_new_tokens: int, lr: float, kl_coef: float, eps_low: float, eps_high: float, estimator: str,
+         ppo_epochs: int, minibatches: int, history_turns: int | None, temperature: float,
          checkpoint_every: int, seed: int, output: Path) -> None:
     """Embedded GRPO: one process, a small causal LM, real MCP episodes, metrics in OUTPUT/metrics.jsonl.
 
@@ -254,15 +309,20 @@ def grpo(world: Path | None, server: str | None, task_ids: tuple[str, ...], mode
 
     config = GRPOConfig(steps=steps, tasks_per_step=tasks_per_step, group_size=group_size, max_turns=max_turns,
                         max_new_tokens=max_new_tokens, lr=lr, kl_coef=kl_coef, eps_low=eps_low, eps_high=eps_high,
-                        estimator=estimator, checkpoint_every=checkpoint_every, seed=seed, output=output)  # type: ignore[arg-type]
+                        estimator=estimator, ppo_epochs=ppo_epochs, minibatches=minibatches,  # type: ignore[arg-type]
+                        history_turns=history_turns, temperature=temperature, checkpoint_every=checkpoint_every,
+                        seed=seed, output=output)
     with Progress(console=_console().__class__(stderr=True)) as progress:
         bar = progress.add_task("grpo", total=steps)
 
         def on_step(r: dict) -> None:
             progress.update(bar, advance=1, description=f"grpo reward {r['mean_reward']:.2f}")
 
-        history = anyio.run(lambda: run_grpo(config, world=world, server=server, task_ids=task_ids,
-                                             model_path=model_path, gguf=gguf, tiny=tiny, on_step=on_step))
+        try:
+            history = anyio.run(lambda: run_grpo(config, world=world, server=server, task_ids=task_ids,
+                                                 model_path=model_path, gguf=gguf, tiny=tiny, on_step=on_step))
+        except ValueError as exc:  # a model that cannot be loaded or trained, an unknown task
+            raise click.ClickException(str(exc)) from None
     if history:
         first, last = history[0]["mean_reward"], history[-1]["mean_reward"]
         click.echo(f"mean reward {first:.3f} -> {last:.3f} over {len(history)} steps; "

@@ -25,7 +25,7 @@ class TaskStats:
 def pass_rates(trajectories: list[Trajectory]) -> list[TaskStats]:
     stats: dict[tuple[str, str], TaskStats] = {}
     for t in trajectories:
-        if t.is_infra:
+        if not t.is_scored:
             continue
         s = stats.setdefault((t.server, t.task), TaskStats(t.server, t.task, 0, 0))
         s.samples += 1

@@ -1,8 +1,13 @@
 """The embedded trainer: GRPO (or RLOO) on one machine, with torch and transformers, over MCP rollouts.
 
 Each step: pick tasks, play a group of episodes per task with the local model as the policy (generation
-in-process, actions through the world's MCP server), reward with the verifier, compute group advantages,
-and take a clipped policy-gradient step with clip-higher and a KL penalty to the frozen reference model.
+in-process, actions through the world's MCP server), reward with the one reward table, compute group
+advantages, and take several clipped policy-gradient updates on that batch (`ppo_epochs` x `minibatches`:
+after the first, the policy has moved from the one that sampled, so the ratio leaves 1 and clip-higher
+bites) with a KL penalty to the frozen reference model.
+
+With `history_turns` (AWM's history-aware training), every turn is generated on system + task + the last K
+turns, and each turn is its own sample over exactly that context: training sees what inference sees.
 """
 
 from __future__ import annotations
@@ -47,7 +52,9 @@ class GRPOConfig:
     kl_coef: float = 0.01
     estimator: Estimator = "group_norm"
     drop_degenerate: bool = True
-    ppo_epochs: int = 1
+    ppo_epochs: int = 2  # passes over each batch...
+    minibatches: int = 2  # ...each split in this many optimizer steps
+    history_turns: int | None = None  # AWM's history window (None: the whole conversation)
     seed: int = 0
     checkpoint_every: int = 0
     output: Path = field(default_factory=lambda: Path("grpo-run"))
@@ -111,7 +118,10 @@ class LocalPolicy:
         action_ids, logps = self.generate(prompt_ids)
         self.turns.append(Turn(prompt_ids, action_ids, logps))
         text = self.tokenizer.decode(action_ids, skip_special_tokens=True)
-        return self.format.parse({"role": "assistant", "content": text}, messages)
+        action = self.format.parse({"role": "assistant", "content": text}, messages)
+        capped = len(action_ids) >= self.config.max_new_tokens and action_ids[-1] != self.tokenizer.eos_token_id
+        action.truncated = capped and action.error is not None  # a call cut off by the cap, not a malformed one
+        return action
 
 
 def action_logprobs(lm: Any, turn: Turn, temperature: float) -> torch.Tensor:
@@ -123,7 +133,7 @@ def action_logprobs(lm: Any, turn: Turn, temperature: float) -> torch.Tensor:
 def policy_loss(lm: Any, ref: Any, samples: list[tuple[list[Turn], float]], config: GRPOConfig
                 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Token-mean clipped surrogate with clip-higher, plus k3 KL to the reference model."""
-    surrogate, kls, clipped, n = [], [], 0, 0
+    surrogate, kls, clipped, n, drift = [], [], 0, 0, 0.0
     for turns, adv in samples:
         for turn in turns:
             if not turn.action_ids:
@@ -137,14 +147,16 @@ def policy_loss(lm: Any, ref: Any, samples: list[tuple[list[Turn], float]], conf
             delta = old_ref - new
             kls.append(torch.exp(delta) - delta - 1)
             clipped += int((ratio != bounded).sum())
+            drift = max(drift, float((ratio.detach() - 1).abs().max()))
             n += len(turn.action_ids)
     if not surrogate:
         zero = torch.zeros((), requires_grad=True)
-        return zero, {"loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "tokens": 0}
+        return zero, {"loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "ratio_drift": 0.0, "tokens": 0}
     pg = -torch.cat(surrogate).mean()
     kl = torch.cat(kls).mean()
     loss = pg + config.kl_coef * kl
-    return loss, {"loss": loss.item(), "kl": kl.item(), "clip_frac": clipped / max(n, 1), "tokens": n}
+    return loss, {"loss": loss.item(), "kl": kl.item(), "clip_frac": clipped / max(n, 1), "ratio_drift": drift,
+                  "tokens": n}
 
 
 class GRPOTrainer:
@@ -165,7 +177,8 @@ class GRPOTrainer:
     async def rollout(self, task: TaskInfo, step: int) -> tuple[list[list[Turn]], list[float], list[bool]] | None:
         """One group of samples for `task`; None when the world server kept failing (no reward, no update)."""
         turns, rewards, passed = [], [], []
-        episode_config = EpisodeConfig(max_turns=self.config.max_turns, turn_timeout_s=600)
+        episode_config = EpisodeConfig(max_turns=self.config.max_turns, turn_timeout_s=600,
+                                       history_turns=self.config.history_turns)
         for g in range(self.config.group_size):
             for attempt in range(INFRA_RETRIES + 1):
                 policy = LocalPolicy(self.lm, self.tokenizer, self.config, self.generator)
@@ -201,13 +214,7 @@ class GRPOTrainer:
                     continue
                 samples += list(zip(turns, advantages(rewards, self.config.estimator)))
             self.lm.train()
-            stats: dict[str, float] = {"loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "tokens": 0}
-            for _ in range(self.config.ppo_epochs if samples else 0):
-                loss, stats = policy_loss(self.lm, self.ref, samples, self.config)
-                self.optimizer.zero_grad()
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(self.lm.parameters(), 1.0)
-                self.optimizer.step()
+            stats = self.update(samples)
             record = {"step": step, "mean_reward": sum(all_rewards) / max(1, len(all_rewards)),
                       "pass_rate": sum(all_passed) / max(1, len(all_passed)), "degenerate_groups": dropped,
                       "lost_groups": lost,
@@ -221,6 +228,31 @@ class GRPOTrainer:
                 self.save(self.config.output / f"checkpoint-{step + 1}")
         self.save(self.config.output / "final")
         return history
+
+    def update(self, samples: list[tuple[list[Turn], float]]) -> dict[str, float]:
+        """`ppo_epochs` passes over the batch in `minibatches` shuffled optimizer steps each. Reports the last
+        step's loss and KL, the clipped fraction over every step, the largest |ratio - 1| seen, and tokens."""
+        stats: dict[str, float] = {"loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "ratio_drift": 0.0, "tokens": 0,
+                                   "updates": 0}
+        if not samples:
+            return stats
+        chunks = max(1, min(self.config.minibatches, len(samples)))
+        clip_fracs = []
+        for _ in range(max(1, self.config.ppo_epochs)):
+            order = self.rng.sample(range(len(samples)), len(samples))
+            for c in range(chunks):
+                loss, step = policy_loss(self.lm, self.ref, [samples[i] for i in order[c::chunks]], self.config)
+                self.optimizer.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(self.lm.parameters(), 1.0)
+                self.optimizer.step()
+                clip_fracs.append(step["clip_frac"])
+                stats.update(loss=step["loss"], kl=step["kl"], ratio_drift=max(stats["ratio_drift"],
+                                                                                step["ratio_drift"]))
+                stats["updates"] += 1
+        stats["clip_frac"] = sum(clip_fracs) / len(clip_fracs)
+        stats["tokens"] = sum(len(t.action_ids) for turns, _ in samples for t in turns)
+        return stats
 
     def save(self, path: Path) -> None:
         self.lm.save_pretrained(path)

@@ -41,14 +41,36 @@ def load_model(model_path: str | None, gguf: Path | None, tiny: bool, corpus: li
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if gguf is not None:
-        return (AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name),
-                AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name))
+        try:
+            model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        except ImportError as exc:  # gguf / accelerate missing
+            raise ValueError(f"loading {gguf.name} needs the GGUF extras: pip install 'mcpworld[gguf]' ({exc})"
+                             ) from None
+        return unpacked(model, gguf), AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     return AutoModelForCausalLM.from_pretrained(model_path), AutoTokenizer.from_pretrained(model_path)
+
+
+def unpacked(model: Any, source: Path) -> Any:
+    """A GGUF model as a plain full-precision one: trainable, and saved by `save_pretrained` as a Hugging Face
+    checkpoint (transformers refuses to save a model still marked GGUF-quantized, and training would lose the
+    weights at the first checkpoint). transformers unpacks GGUF weights to floats unless a GGUF kernel keeps
+    them in blocks; those cannot be trained."""
+    quantizer = getattr(model, "hf_quantizer", None)
+    if quantizer is None:
+        return model
+    if getattr(quantizer, "packed_modules", None):
+        raise ValueError(f"{source.name} loaded with its weights kept in GGUF blocks (a GGUF kernel is installed), "
+                         "which cannot be trained: uninstall the `kernels` package, or convert the file to a Hugging "
+                         "Face checkpoint and pass --model DIR")
+    quantizer.remove_quantization_config(model)
+    return model
 
 
 async def run_grpo(config: GRPOConfig, *, world: Path | None, server: str | None, task_ids: Sequence[str] = (),
                    model_path: str | None = None, gguf: Path | None = None, tiny: bool = False,
                    on_step: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    # A real model loads before any connection is open: a bad file is said plainly, with nothing to unwind.
+    loaded = None if tiny else load_model(model_path, gguf, False, [], [], config.seed)
     async with open_world(world, server) as (client, name):
         ctl = EpisodeControl(client)
         every = (await ctl.tasks()).tasks
@@ -63,5 +85,5 @@ async def run_grpo(config: GRPOConfig, *, world: Path | None, server: str | None
         # The vocabulary is the trainer's own (privileged) setup: the policy itself only ever sees instructions.
         revealed = (await ctl.tasks(token=registry_token(None)[0])).tasks
         actions = sorted({fmt.assistant_message([c], None)["content"] for t in revealed for c in t.solution})
-        lm, tokenizer = load_model(model_path, gguf, tiny, corpus, actions, config.seed)
+        lm, tokenizer = loaded or load_model(model_path, gguf, tiny, corpus, actions, config.seed)
         return await GRPOTrainer(lm, tokenizer, ctl, name, tasks, config).train(on_step)

@@ -2,31 +2,36 @@
 
 One MCP episode per rollout, reached through the registry; the label names the server and the task. The
 model's text is parsed for `<tool_call>` blocks, calls go to the world over MCP, results come back as the
-next user turn, and the reward is the verifier's verdict when the model answers without a call.
+next user turn written exactly as the model's chat template writes it (`chat_turns`), and the reward is the
+one reward table's (`Termination.reward`, docs/training.md "Rewards").
 
-Guarantees OpenRLHF needs: no environment error ever raises into the trainer (unless asked, see below);
-`sampling_params` is copied per episode (a group shares one object and the executor mutates it);
-`extra_logs` always has the same keys; the MCP connection is always closed.
+Guarantees OpenRLHF needs: `step` never raises (a server dying mid-episode, a lost connection, a stray
+cancellation all end the rollout as an infrastructure error); each episode lives in one task of its own for
+its whole life (`EpisodeTask`: connect, start, play, verify, close), so the SDK never cancels OpenRLHF's
+task; `sampling_params` is copied per episode (a group shares one object and the executor mutates it);
+`extra_logs` always has the same keys (`LOG_KEYS`); the episode is always closed.
 
-Infrastructure errors (the world unreachable, the connection lost, a request timed out) are not the model's
-doing and never become a reward. OpenRLHF 0.11 has no way to skip one sample: `generate_responses` gathers a
-prompt's samples without `return_exceptions`, so an exception fails the whole batch and the training step;
-a `None` reward sends the batch to a reward model; and advantages reshape rewards to (prompts,
-n_samples_per_prompt), so a sample cannot be left out. So the bridge (1) retries the whole rollout, a fresh
-generation on a fresh episode, with backoff (MCPWORLD_INFRA_RETRIES, default 3); (2) if every try fails,
-returns reward 0 with `extra_logs["infra_error"] = 1`, and with MCPWORLD_ON_INFRA_ERROR=filter a NaN score,
-which OpenRLHF's dynamic filtering (`--algo.dynamic_filtering_enable`) treats as out of range: the prompt's
-whole group is dropped and a fresh prompt drawn, the one exclusion OpenRLHF supports. `raise` stops training.
+Infrastructure errors are not the model's doing and never become a reward. OpenRLHF 0.11 has no way to skip
+one sample (`generate_responses` gathers a prompt's samples without `return_exceptions`; advantages reshape
+rewards into (prompts, n_samples_per_prompt)), so the bridge (1) replays the whole rollout, a fresh
+generation on a fresh episode, with backoff; (2) if every try fails, returns reward 0 with
+`extra_logs["infra_error"] = 1` and, by default (`filter`), a NaN score, which dynamic filtering treats as
+out of range: the prompt's whole group is dropped and a fresh prompt drawn, so the outage shifts no
+advantage. `mcpworld train openrlhf` turns dynamic filtering on.
 
-Settings (environment variables, read per episode):
+Settings (environment variables, read per rollout):
 - MCPWORLD_REGISTRY: registry URL (default http://127.0.0.1:8765)
 - MCPWORLD_MAX_TURNS: tool-call turns before the episode is verified as it stands (default 16)
-- MCPWORLD_FEEDBACK_TEMPLATE: how tool results are wrapped for the next turn; `{results}` is replaced
-  (default: ChatML, as Qwen models use)
+- MCPWORLD_HISTORY_TURNS: AWM's history-aware training: each turn is generated on system + task + the last
+  K turns (what the agent sees at inference with `--history-turns K`), and the rollout's training sample is
+  one of its turns, drawn at random, over exactly that context (unset: the whole conversation, one stream)
+- MCPWORLD_MAX_REPLY_TOKENS: cap on each reply; one cut off there ends the episode as `truncated` (reward 0)
+  (unset: OpenRLHF's per-turn budget, what is left of --data.max_len)
+- MCPWORLD_ROLLOUT_LOG: a JSONL file that gets one line per finished rollout (reward, termination, logs)
 - MCPWORLD_INFRA_RETRIES: rollouts retried after an infrastructure error (default 3)
 - MCPWORLD_INFRA_BACKOFF_S: seconds before the first retry, doubled each time, at most 30 (default 2)
-- MCPWORLD_ON_INFRA_ERROR: after the last retry, `zero` (reward 0, flagged; default), `filter` (also a NaN
-  score, for dynamic filtering) or `raise` (fail the batch, stopping training)
+- MCPWORLD_ON_INFRA_ERROR: after the last retry, `filter` (reward 0, NaN score: the group is dropped by
+  dynamic filtering; default), `zero` (reward 0, score 0: stays in its group) or `raise` (fail the batch)
 """
 
 from __future__ import annotations
@@ -36,9 +41,11 @@ import contextvars
 import json
 import math
 import os
-from collections.abc import Awaitable, Callable
+import random
+import time
 from copy import deepcopy
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
@@ -46,15 +53,11 @@ from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
 from mcpworld.agent.formats import TextFormat
 from mcpworld.agent.loop import infra_error_text, infra_reason
 from mcpworld.agent.trajectory import Termination
-from mcpworld.core.protocol import EpisodeControl
-from mcpworld.registry.connect import connect
+from mcpworld.trainer.chat_turns import CHATML, TurnTemplate, turn_template
+from mcpworld.trainer.episode_task import EpisodeLost, EpisodeTask
 
-CHATML_FEEDBACK = "<|im_end|>\n<|im_start|>user\n{results}<|im_end|>\n<|im_start|>assistant\n"
-LOG_KEYS = ("env_error", "infra_error", "format_error", "passed", "turns", "tool_errors", "attempts")
-INFRA_MODES = ("zero", "filter", "raise")
-_current: contextvars.ContextVar[MCPWorldAgent | None] = contextvars.ContextVar("mcpworld_agent", default=None)
-_attempt: contextvars.ContextVar[int] = contextvars.ContextVar("mcpworld_attempt", default=1)
-T = TypeVar("T")
+LOG_KEYS = ("env_error", "infra_error", "format_error", "truncated", "passed", "turns", "tool_errors", "attempts")
+INFRA_MODES = ("filter", "zero", "raise")
 
 
 class InfraError(RuntimeError):
@@ -69,145 +72,156 @@ def parse_label(label: Any) -> dict[str, Any]:
     return data
 
 
-class Link:
-    """One rollout's MCP connection, held open by an asyncio task of its own (OpenRLHF runs on asyncio).
+def _count_setting(name: str) -> int | None:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit():
+        raise ValueError(f"{name}={raw!r}: give a whole number (or leave it unset)")
+    return int(raw)
 
-    The SDK ties a connection to the task that opened it: when the transport dies it cancels that task. Opened
-    in `reset`, that would be OpenRLHF's rollout task, and the cancellation would escape into the trainer
-    (`generate_responses` gathers rollouts without `return_exceptions`). Here only the holder is cancelled; a
-    request in flight then ends with ConnectionError, which the agent reports as an infrastructure error.
-    """
 
-    def __init__(self) -> None:
-        self.ctl: EpisodeControl | None = None
-        self.failure: BaseException | None = None
-        self._release = asyncio.Event()
-        self._gone = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+def history_turns() -> int | None:
+    """MCPWORLD_HISTORY_TURNS: the turns of history each turn sees (None: all of them)."""
+    return _count_setting("MCPWORLD_HISTORY_TURNS")
 
-    async def open(self, server: str, registry: str | None, timeout: float) -> EpisodeControl:
-        opened: asyncio.Future[EpisodeControl] = asyncio.get_running_loop().create_future()
-        self._task = asyncio.create_task(self._hold(opened, server, registry, timeout))
-        return await opened
 
-    async def _hold(self, opened: asyncio.Future[EpisodeControl], server: str, registry: str | None,
-                    timeout: float) -> None:
+def reply_cap() -> int | None:
+    """MCPWORLD_MAX_REPLY_TOKENS: the most tokens one reply may have (None: what is left of the budget)."""
+    return _count_setting("MCPWORLD_MAX_REPLY_TOKENS")
+
+
+def log_rollout(result: dict[str, Any]) -> dict[str, Any]:
+    """Append the rollout's outcome to MCPWORLD_ROLLOUT_LOG (JSONL, one write per line), when set: the reward
+    curve of a run, whatever OpenRLHF's own logger is."""
+    path = os.environ.get("MCPWORLD_ROLLOUT_LOG")
+    if path:
+        logs = {k: float(v) for k, v in (result.get("extra_logs") or {}).items()}
+        line = json.dumps({"time": round(time.time(), 3), "reward": float(result["reward"]),
+                           "termination": result.get("termination"), **logs}) + "\n"
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            async with connect(server, registry=registry, timeout=timeout) as client:
-                self.ctl = EpisodeControl(client, timeout)
-                opened.set_result(self.ctl)
-                await self._release.wait()
-        except Exception as exc:  # could not connect, or the transport died (the SDK's task group raises here)
-            self.failure = exc
+            os.write(fd, line.encode())
         finally:
-            self._gone.set()
-            if not opened.done():
-                opened.set_exception(self.failure or ConnectionError("the MCP connection was cancelled"))
+            os.close(fd)
+    return result
 
-    async def request(self, make: Callable[[], Awaitable[T]]) -> T:
-        """`await make()`, or ConnectionError as soon as the connection is gone."""
-        if self._gone.is_set():
-            raise ConnectionError(f"connection lost: {self.failure}")
-        call, gone = asyncio.ensure_future(make()), asyncio.ensure_future(self._gone.wait())
-        try:
-            await asyncio.wait({call, gone}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for f in (call, gone):
-                if not f.done():
-                    f.cancel()
-        if call.done() and not call.cancelled():
-            return call.result()
-        raise ConnectionError(f"connection lost: {self.failure}")
 
-    async def close(self) -> None:
-        self._release.set()
-        if self._task is not None:
-            done, _ = await asyncio.wait({self._task}, timeout=10)
-            if not done:
-                self._task.cancel()
+@dataclass
+class Rollout:
+    """What one `execute` shares with its agent: the chat template's turn text and the engine's last output."""
+
+    template: TurnTemplate
+    attempt: int
+    last: Any = None  # the engine's last CompletionOutput (token_ids, text, finish_reason, logprobs)
+    agent: MCPWorldAgent | None = None
+
+
+_rollout: contextvars.ContextVar[Rollout | None] = contextvars.ContextVar("mcpworld_rollout", default=None)
+
+
+class RecordingEngine:
+    """The rollout's engine as OpenRLHF's loop sees it: the same `generate`, with the output kept for `step`
+    (its last token tells whether the reply closed its turn; its finish_reason whether it was cut off)."""
+
+    def __init__(self, engine: Any, rollout: Rollout):
+        self.engine, self.rollout = engine, rollout
+
+    async def generate(self, prompt_token_ids: list[int], sampling_params: Any, multi_modal_data: Any = None) -> Any:
+        cap = reply_cap()
+        if cap is not None and (sampling_params.max_tokens is None or sampling_params.max_tokens > cap):
+            sampling_params = deepcopy(sampling_params)
+            sampling_params.max_tokens = cap
+        output = await self.engine.generate(prompt_token_ids, sampling_params, multi_modal_data=multi_modal_data)
+        self.rollout.last = output.outputs[0]
+        return output
 
 
 class MCPWorldAgent(AgentInstanceBase):
     """One rollout = one MCP episode."""
 
     def __init__(self, *args: Any, **kwargs: Any):
-        self.link: Link | None = None
-        self.ctl: EpisodeControl | None = None
-        self.episode: str | None = None
+        self.rollout = _rollout.get() or Rollout(CHATML, 1)
+        self.rollout.agent = self
+        self.episode: EpisodeTask | None = None
         self.tools: set[str] = set()
         self.turns = 0
         self.tool_errors = 0
+        self.termination: Termination | None = None
         self.error: str | None = None
         self.infra: str | None = None  # why our side lost the episode ("connection lost", ...): retried, unscored
-        self.attempt = _attempt.get()
         self.format = TextFormat()
         self.max_turns = int(os.environ.get("MCPWORLD_MAX_TURNS", "16"))
-        self.feedback = os.environ.get("MCPWORLD_FEEDBACK_TEMPLATE", CHATML_FEEDBACK)
 
     async def reset(self, states: dict, **kwargs: Any) -> dict:
-        _current.set(self)
         try:
             label = parse_label(states["label"])
         except Exception as exc:  # a bad dataset row: retrying cannot help, and it is nobody's reward
             self.error = f"bad label: {type(exc).__name__}: {exc}"
             return {"observation": states["observation"]}
+        self.episode = EpisodeTask(label["server"], label["task"], int(label.get("seed", 0)), label.get("registry"),
+                                   float(label.get("timeout", 60)))
         try:
-            self.link = link = Link()
-            self.ctl = ctl = await link.open(label["server"], label.get("registry"), float(label.get("timeout", 60)))
-            self.tools = {t.name for t in await link.request(ctl.tools)}
-            self.episode = (await link.request(lambda: ctl.start(label["task"], int(label.get("seed", 0))))).episode
+            self.tools = {t.name for t in await self.episode.open()}
         except Exception as exc:  # reported at the first step, never raised into OpenRLHF
-            self.error, self.infra = f"reset failed: {infra_error_text(exc)}", infra_reason(exc)
+            self._lose(exc)
         return {"observation": states["observation"]}
 
-    def _result(self, reward: float, feedback: str, done: bool, *, passed: bool = False,
-                format_error: bool = False) -> dict[str, Any]:
+    async def step(self, states: dict, **kwargs: Any) -> dict[str, Any]:
+        try:
+            return await self._step(states["action_text"])
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the trainer itself is stopping this rollout: let it
+            self._lose(ConnectionError("the episode's request was cancelled"))
+        except Exception as exc:  # the world died or the connection broke: not the model's doing
+            self._lose(exc)
+        return self.result(0.0, "", True)
+
+    async def _step(self, text: str) -> dict[str, Any]:
+        if self.error is not None or self.episode is None:
+            return self.result(0.0, "", True)
+        self.turns += 1
+        last = self.rollout.last
+        action = self.format.parse({"role": "assistant", "content": text}, [])
+        if action.error is not None:  # cut off by the token budget mid-call is not a malformed call
+            cut = getattr(last, "finish_reason", None) == "length"
+            return self._end(Termination.TRUNCATED if cut else Termination.FORMAT_ERROR)
+        if any(c.name not in self.tools for c in action.calls):
+            return self._end(Termination.UNKNOWN_TOOL)
+        if not action.calls or self.turns > self.max_turns:
+            verdict = await self.episode.verify(action.final)
+            ended = Termination.FINAL_ANSWER if not action.calls else Termination.MAX_TURNS
+            return self._end(ended, verdict.passed)
+        results = await self.episode.call(action.calls)
+        self.tool_errors += sum(is_error for _, is_error in results)
+        blocks = self.format.result_messages(action, results)[0]["content"]
+        ids = getattr(last, "token_ids", None)
+        return self.result(0.0, self.rollout.template.feedback(blocks, ids[-1] if ids else None), False)
+
+    def _end(self, termination: Termination, passed: bool = False) -> dict[str, Any]:
+        self.termination = termination
+        return self.result(termination.reward(passed), "", True, passed=passed)
+
+    def _lose(self, exc: BaseException) -> None:
+        cause = exc.cause if isinstance(exc, EpisodeLost) else exc
+        self.termination = Termination.INFRA_ERROR
+        self.error, self.infra = infra_error_text(cause), infra_reason(cause)
+
+    def result(self, reward: float, feedback: str, done: bool, *, passed: bool = False) -> dict[str, Any]:
         logs = {"env_error": float(self.error is not None), "infra_error": float(self.infra is not None),
-                "format_error": float(format_error), "passed": float(passed), "turns": float(self.turns),
-                "tool_errors": float(self.tool_errors), "attempts": float(self.attempt)}
+                "format_error": float(self.termination is not None and self.termination.penalized),
+                "truncated": float(self.termination is Termination.TRUNCATED), "passed": float(passed),
+                "turns": float(self.turns), "tool_errors": float(self.tool_errors),
+                "attempts": float(self.rollout.attempt)}
         return {"rewards": torch.tensor(reward), "scores": torch.tensor(reward), "environment_feedback": feedback,
                 "done": done, "extra_logs": {k: torch.tensor(logs[k]) for k in LOG_KEYS}}
 
-    async def step(self, states: dict, **kwargs: Any) -> dict[str, Any]:
-        if self.error is not None or self.link is None or self.ctl is None or self.episode is None:
-            return self._result(0.0, "", True)
-        link, ctl, episode = self.link, self.ctl, self.episode
-        try:
-            self.turns += 1
-            action = self.format.parse({"role": "assistant", "content": states["action_text"]}, [])
-            if action.error is not None or any(c.name not in self.tools for c in action.calls):
-                ended = Termination.FORMAT_ERROR if action.error is not None else Termination.UNKNOWN_TOOL
-                return self._result(ended.reward(), "", True, format_error=True)
-            if not action.calls or self.turns > self.max_turns:
-                result = await link.request(lambda: ctl.verify(episode, action.final, close=True))
-                verdict = result.verdict
-                if result.closed:
-                    self.episode = None  # nothing left to close
-                ended = Termination.FINAL_ANSWER if not action.calls else Termination.MAX_TURNS
-                return self._result(ended.reward(verdict.passed), "", True, passed=verdict.passed)
-            results = []
-            for call in action.calls:
-                result = await link.request(lambda call=call: ctl.call(episode, call.name, call.arguments))
-                self.tool_errors += bool(result.is_error)
-                text = "\n".join(getattr(c, "text", "") for c in result.content)
-                results.append((text, bool(result.is_error)))
-            blocks = self.format.result_messages(action, results)[0]["content"]
-            return self._result(0.0, self.feedback.format(results=blocks), False)
-        except Exception as exc:  # the world died or the connection broke: not the model's doing
-            self.error, self.infra = f"step failed: {infra_error_text(exc)}", infra_reason(exc)
-            return self._result(0.0, "", True)
-
     async def close(self) -> None:
-        link, self.link = self.link, None
-        if link is None:
-            return
-        if self.ctl is not None and self.episode is not None:
-            ctl, episode = self.ctl, self.episode
-            try:
-                await asyncio.wait_for(link.request(lambda: ctl.close(episode)), 10)
-            except Exception:
-                pass
-        await link.close()
+        episode, self.episode = self.episode, None
+        if episode is not None:
+            await episode.close()
 
 
 class AgentExecutor(MultiTurnAgentExecutor):
@@ -215,39 +229,89 @@ class AgentExecutor(MultiTurnAgentExecutor):
 
     def __init__(self) -> None:
         super().__init__(MCPWorldAgent)
+        self._templates: dict[int, TurnTemplate] = {}
+        self.rng = random.Random()
+
+    def template(self, hf_tokenizer: Any) -> TurnTemplate:
+        key = id(hf_tokenizer)
+        if key not in self._templates:
+            self._templates[key] = turn_template(hf_tokenizer)
+        return self._templates[key]
 
     async def execute(self, prompt, label, sampling_params, max_length: int, hf_tokenizer, llm_engine,  # type: ignore[no-untyped-def]
                       images=None):
         """One rollout; one lost to an infrastructure error is played again from scratch (see the module doc)."""
         retries = max(int(os.environ.get("MCPWORLD_INFRA_RETRIES", "3")), 0)
         backoff = float(os.environ.get("MCPWORLD_INFRA_BACKOFF_S", "2"))
-        mode = os.environ.get("MCPWORLD_ON_INFRA_ERROR", "zero")
+        mode = os.environ.get("MCPWORLD_ON_INFRA_ERROR", "filter")
         if mode not in INFRA_MODES:
             raise ValueError(f"MCPWORLD_ON_INFRA_ERROR={mode!r}: use one of {', '.join(INFRA_MODES)}")
+        window = history_turns()
         for attempt in range(1, retries + 2):
-            result, infra = await self._attempt(attempt, prompt, label, sampling_params, max_length, hf_tokenizer,
-                                                llm_engine, images)
-            if infra is None:
-                return result
+            rollout = Rollout(self.template(hf_tokenizer), attempt)
+            token = _rollout.set(rollout)
+            try:
+                if window is None:
+                    result = await super().execute(prompt, label, deepcopy(sampling_params), max_length,
+                                                   hf_tokenizer, RecordingEngine(llm_engine, rollout), images)
+                else:
+                    result = await self._windowed(rollout, window, prompt, label, deepcopy(sampling_params),
+                                                  max_length, hf_tokenizer, llm_engine)
+            finally:
+                _rollout.reset(token)
+                if rollout.agent is not None:
+                    await rollout.agent.close()
+            agent = rollout.agent
+            if agent is not None and set(result.get("extra_logs") or {}) != set(LOG_KEYS):  # never stepped
+                result["extra_logs"] = agent.result(0.0, "", True)["extra_logs"]
+            result["termination"] = str(agent.termination) if agent and agent.termination else None
+            if agent is None or agent.infra is None:
+                return log_rollout(result)
             if attempt <= retries:
                 await asyncio.sleep(min(backoff * 2 ** (attempt - 1), 30.0))
         if mode == "raise":
-            raise InfraError(f"rollout for {label!r} lost to infrastructure errors {retries + 1} times: {infra}")
+            raise InfraError(f"rollout for {label!r} lost to infrastructure errors {retries + 1} times: "
+                             f"{agent.error if agent else ''}")
         result["reward"] = Termination.INFRA_ERROR.reward()  # 0, never a penalty: the model did nothing wrong
         result["scores"] = torch.tensor(math.nan if mode == "filter" else 0.0)
-        return result
+        return log_rollout(result)
 
-    async def _attempt(self, attempt: int, prompt, label, sampling_params, max_length: int, hf_tokenizer,  # type: ignore[no-untyped-def]
-                       llm_engine, images) -> tuple[dict[str, Any], str | None]:
-        token, attempt_token = _current.set(None), _attempt.set(attempt)
-        try:
-            result = await super().execute(prompt, label, deepcopy(sampling_params), max_length, hf_tokenizer,
-                                           llm_engine, images)
-            agent = _current.get()
-            return result, (agent.error if agent is not None and agent.infra is not None else None)
-        finally:
-            agent = _current.get()
-            if agent is not None:
-                await agent.close()
-            _current.reset(token)
-            _attempt.reset(attempt_token)
+    async def _windowed(self, rollout: Rollout, turns: int, prompt: str, label: str, sampling_params: Any,
+                        max_length: int, hf_tokenizer: Any, llm_engine: Any) -> dict[str, Any]:
+        """AWM's history-aware rollout: every turn generated on system + task + the last `turns` turns, and
+        one of those (context, reply) pairs returned as the training sample (`turn_samples` has them all)."""
+        agent = MCPWorldAgent()
+        await agent.reset({"observation": prompt, "label": label})
+        prompt_ids = hf_tokenizer(text=prompt, add_special_tokens=False)["input_ids"]
+        segments: list[list[int]] = []  # per past turn: its reply tokens + the feedback tokens after it
+        samples: list[tuple[list[int], list[int], list[float] | None]] = []
+        total, step = 0.0, None
+        while True:
+            context = prompt_ids + [t for seg in (segments[-turns:] if turns else []) for t in seg]
+            sampling_params.max_tokens = max_length - len(context)
+            if sampling_params.max_tokens <= 0:
+                break
+            engine = RecordingEngine(llm_engine, rollout)
+            out = (await engine.generate(context, deepcopy(sampling_params))).outputs[0]
+            reply = list(out.token_ids)
+            logps = None
+            if sampling_params.logprobs is not None and out.logprobs is not None:
+                logps = [lp[reply[i]].logprob for i, lp in enumerate(out.logprobs)]
+            samples.append((context, reply, logps))
+            step = await agent.step({"observation_text": "", "action_text": out.text, "label": label,
+                                     "sampling_params": sampling_params})
+            total += step["rewards"].item()
+            if step["done"]:
+                break
+            segments.append(reply + hf_tokenizer(text=step["environment_feedback"],
+                                                 add_special_tokens=False)["input_ids"])
+        if not samples:  # the prompt alone fills the budget: one empty sample, as OpenRLHF's own loop gives
+            samples.append((prompt_ids, [], None))
+        context, reply, logps = samples[self.rng.randrange(len(samples))]
+        log_probs = None if sampling_params.logprobs is None else [0.0] * len(context) + (logps or [])
+        last = rollout.last
+        return {"prompt": prompt, "label": label, "images": None, "mm_train_inputs": None, "reward": total,
+                "scores": step["scores"] if step else total, "observation_tokens": context + reply,
+                "action_ranges": [(len(context), len(context) + len(reply))], "rollout_log_probs": log_probs,
+                "truncated": getattr(last, "finish_reason", None) == "length",
+                "extra_logs": step["extra_logs"] if step else {}, "turn_samples": samples}

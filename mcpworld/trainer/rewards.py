@@ -1,9 +1,10 @@
 """Rewards for a trajectory: the verifier, a code-augmented LLM judge, or any pluggable scorer (SWR later).
 
-Format errors and unknown tools are -1 whatever the scorer says (AWM's format reward). Episodes lost to an
-infrastructure error (`Trajectory.is_infra`) are never scored: they are not the agent's doing, and every reward
-here raises `InfraErrorNotScored` for one, so a caller that forgot to leave them out fails loudly instead of
-training on an outage.
+Every scorer starts from the one reward table (`Termination.reward`, docs/training.md "Rewards"): format
+errors and unknown tools are -1 whatever the scorer says (AWM's format reward). Episodes that are no sample of
+the policy (`Trajectory.is_scored` false: infrastructure errors, model-endpoint errors) are never scored: every
+reward here raises `InfraErrorNotScored` for one, so a caller that forgot to leave them out fails loudly
+instead of training on an outage.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mcpworld.agent.trajectory import FORMAT_PENALTY, Trajectory
+from mcpworld.agent.trajectory import FORMAT_PENALTY, Termination, Trajectory
 from mcpworld.core.llm import ChatClient, LLMError
 
 JUDGE_SCORES = {"complete": 1.0, "partial": 0.1, "fail": 0.0}
@@ -32,25 +33,30 @@ class RewardFn(Protocol):
 
 
 class InfraErrorNotScored(ValueError):
-    """A reward was asked for an episode lost to an infrastructure error; leave those out (`t.is_infra`)."""
+    """A reward was asked for an episode that is no sample of the policy (lost to an infrastructure error, or
+    to its model endpoint failing); leave those out (`t.is_scored`)."""
 
 
 def format_penalty(t: Trajectory) -> Reward | None:
-    """`FORMAT_PENALTY` for a penalised termination (`Termination.penalized`), else None; infra errors raise."""
-    if t.is_infra:
-        raise InfraErrorNotScored(f"{t.server} {t.task} sample {t.sample} was lost to an infrastructure error "
-                                  f"({t.error}): it has no reward; leave it out (Trajectory.is_infra) and replay it")
+    """`FORMAT_PENALTY` for a penalised termination (`Termination.penalized`), else None; unscored ones raise."""
+    if not t.is_scored:
+        raise InfraErrorNotScored(f"{t.server} {t.task} sample {t.sample} ended as {t.termination} ({t.error}): it "
+                                  "is no sample of the policy and has no reward; leave it out (Trajectory.is_scored) "
+                                  "and replay it")
     if t.is_penalized:
         return Reward(FORMAT_PENALTY, "format", str(t.termination), {"error": t.error})
     return None
 
 
 async def verifier_reward(t: Trajectory) -> Reward:
-    """1 when the task's verifier passed, else 0 (and -1 for format errors; infra errors raise, unscored)."""
+    """The reward table's score (`Termination.reward`): 1 verified pass, 0 otherwise, -1 for format errors;
+    unscored endings (infra errors, model errors) raise."""
     if (penalty := format_penalty(t)) is not None:
         return penalty
+    ended = Termination(t.termination)
     passed = bool(t.verdict and t.verdict.passed)
-    return Reward(1.0 if passed else 0.0, "verifier", "passed" if passed else "failed",
+    value = ended.reward(passed)
+    return Reward(value, "verifier", "passed" if value == 1.0 else ("failed" if ended.verified else str(ended)),
                   {"score": t.verdict.score if t.verdict else 0.0})
 
 

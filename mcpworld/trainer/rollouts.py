@@ -1,7 +1,8 @@
 """Rollout collection for RL: tasks x G samples through the agent, rewarded, grouped by task, resumable.
 
-Episodes lost to infrastructure errors never enter a group (an outage is not a sample of the policy): the
-runner retries them, and those it could not play are counted in `Groups.lost` and played by the next collect.
+Episodes lost to infrastructure errors, or to the model endpoint failing, never enter a group: they are no
+sample of the policy. The runner retries infra errors; those it could not play are counted in `Groups.lost`
+and played by the next collect. Model errors are counted in `Groups.model_errors`.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class Groups(list[Group]):
                  summary: Summary | None = None):
         super().__init__(groups)
         self.lost, self.lost_reasons, self.summary = lost, lost_reasons or {}, summary
+        self.model_errors = 0
 
 
 async def make_groups(trajectories: list[Trajectory], reward: RewardFn = verifier_reward,
@@ -54,7 +56,7 @@ async def make_groups(trajectories: list[Trajectory], reward: RewardFn = verifie
     """Group by task and score; infra errors are left out: they have no reward and are not policy samples."""
     by_task: dict[tuple[str, str], list[Trajectory]] = {}
     for t in sorted(trajectories, key=lambda t: t.sample):
-        if t.is_infra:
+        if not t.is_scored:  # infra and model-endpoint errors: no sample of the policy
             continue
         by_task.setdefault((t.server, t.task), []).append(t)
     groups = []
@@ -93,4 +95,6 @@ async def collect(spec: RunSpec, make_policy: Callable[[int], Policy], reward: R
                                                     and t.sample < spec.samples}
     groups = await make_groups(mine, reward, estimator)
     reasons = Counter(t.infra_reason or "server error" for t in lost.values())
-    return Groups(groups, len(lost), dict(reasons), summary)
+    out = Groups(groups, len(lost), dict(reasons), summary)
+    out.model_errors = sum(t.termination == "model_error" for t in mine)
+    return out
