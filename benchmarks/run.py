@@ -1,4 +1,6 @@
-"""Run the benchmarks: `python -m benchmarks.run [--quick] [--only fork,calls,rss,verify,registry,agent,swe]`.
+"""Run the benchmarks: `python -m benchmarks.run [--quick] [--only fork,calls,rss,verify,registry,agent,swe,...]`.
+
+Sections: fork, calls, rss, verify, registry, agent, swe, serving, scale (many imported worlds).
 
 Prints a table (every figure beside a baseline measured in the same run) and writes benchmarks/results/latest.json.
 """
@@ -14,7 +16,7 @@ from pathlib import Path
 
 from benchmarks.common import Row, print_table
 
-SECTIONS = ["fork", "calls", "rss", "verify", "registry", "agent", "swe"]
+SECTIONS = ["fork", "calls", "rss", "verify", "registry", "agent", "swe", "serving", "scale"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,6 +54,14 @@ def main(argv: list[str] | None = None) -> int:
                 from benchmarks import swe
 
                 rows += swe.bench_swe(args.quick)
+            elif section == "serving":
+                from benchmarks import serving
+
+                rows += serving.bench_serving(args.quick)
+            elif section == "scale":
+                from benchmarks import worlds_scale
+
+                rows += worlds_scale.bench_worlds_scale(args.quick)
     print_table(rows)
     out = Path(__file__).parent / "results" / "latest.json"
     out.parent.mkdir(exist_ok=True)

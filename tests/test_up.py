@@ -16,6 +16,7 @@ from mcp import Client
 from mcpworld.core.protocol import EpisodeControl
 from mcpworld.core.testing import free_port, mcpworld_cmd, wait_http
 from mcpworld.registry.connect import connect
+from mcpworld.registry.records import health_of
 
 TOKEN = os.environ["MCPWORLD_REGISTRY_TOKEN"]  # set by conftest: unlocks reference solutions
 
@@ -82,7 +83,7 @@ def test_health_is_recorded(up: dict) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "up    io.mcpworld/airline" in result.stdout
     record = httpx.get(up["base"] + "/v0/servers/io.mcpworld%2Fairline/versions/latest").json()
-    assert record["server"]["_meta"]["io.mcpworld/server"]["health"]["status"] == "up"
+    assert health_of(record)["status"] == "up"  # the registry's fact: in the response's _meta, not the record's
 
 
 def test_export_files_parse_and_name_every_server(up: dict, tmp_path: Path) -> None:
@@ -111,3 +112,63 @@ def test_ctrl_c_stops_cleanly(up: dict) -> None:
     assert not (up["home"] / "up.json").exists()
     with pytest.raises(httpx.HTTPError):
         httpx.get(up["base"] + "/healthz", timeout=2)
+
+
+def _start_up(env: dict, port: int, *args: str) -> subprocess.Popen:
+    proc = subprocess.Popen(mcpworld_cmd("up", "--port", str(port), "--only", "airline", "--no-swe", *args), env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    wait_http(f"http://127.0.0.1:{port}/healthz", proc)
+    return proc
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=30) == 0
+
+
+@pytest.mark.anyio
+async def test_interactive_up_lets_an_http_client_play_and_restarts_at_once(tmp_path: Path) -> None:
+    port = free_port()
+    env = {**os.environ, "MCPWORLD_HOME": str(tmp_path), "MCPWORLD_REGISTRY": f"http://127.0.0.1:{port}"}
+    proc = _start_up(env, port, "--interactive")
+    try:
+        async with Client(f"http://127.0.0.1:{port}/worlds/airline/mcp") as client:  # as Claude Code connects
+            assert {"start_task", "check_task"} <= {t.name for t in (await client.list_tools()).tools}
+            started = await client.call_tool("start_task", {"task_id": "cancel-within-24h"})
+            episode = started.structured_content["episode"]
+            cancel = {"reservation_id": "ZFA04Y", "reason": "change_of_plan", "episode": episode}
+            assert not (await client.call_tool("cancel_reservation", cancel)).is_error
+            verdict = (await client.call_tool("check_task", {"episode": episode})).structured_content
+            assert verdict["passed"], verdict
+        with httpx.Client() as keep_alive:  # connections the server closes itself when it stops: TIME_WAIT on its side
+            for _ in range(3):
+                assert keep_alive.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
+            _stop(proc)
+        proc = _start_up(env, port)  # at once, same port
+        assert httpx.get(f"http://127.0.0.1:{port}/worlds").json()["worlds"][0]["name"] == "airline"
+    finally:
+        if proc.poll() is None:
+            _stop(proc)
+
+
+@pytest.mark.anyio
+async def test_up_with_two_workers_serves_tasks_through_the_registry(tmp_path: Path) -> None:
+    port = free_port()
+    env = {**os.environ, "MCPWORLD_HOME": str(tmp_path), "MCPWORLD_REGISTRY": f"http://127.0.0.1:{port}"}
+    proc = _start_up(env, port, "--workers", "2")
+    try:
+        names = {s["server"]["name"] for s in httpx.get(f"http://127.0.0.1:{port}/v0/servers").json()["servers"]}
+        assert "io.mcpworld/airline" in names
+        workers = set()
+        for _ in range(6):
+            async with connect("airline", registry=f"http://127.0.0.1:{port}") as client:
+                ctl = EpisodeControl(client)
+                task = next(t for t in (await ctl.tasks(token=TOKEN)).tasks if t.id == "cancel-within-24h")
+                episode = (await ctl.start(task.id)).episode
+                workers.add(episode.split("-")[1])
+                for step in task.solution:
+                    assert not (await ctl.call(episode, step.name, step.arguments)).is_error
+                assert (await ctl.verify(episode, task.answer, close=True)).verdict.passed
+        assert all(w.startswith("w") for w in workers), workers  # episode ids name their worker
+    finally:
+        _stop(proc)

@@ -9,7 +9,6 @@ import contextlib
 import json
 import logging
 import os
-import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,8 +17,9 @@ from typing import Any
 import anyio
 from fastapi import FastAPI
 
-from mcpworld.core.paths import home
+from mcpworld.core.paths import home, up_state_file
 from mcpworld.core.security import Exposure, public_host
+from mcpworld.core.workers import port_free
 from mcpworld.registry.api import create_app
 from mcpworld.registry.export import export
 from mcpworld.registry.health import check_all
@@ -55,6 +55,8 @@ class Stack:
     world_models: list[MountedWorldModel] = field(default_factory=list)
     records: list[dict[str, Any]] = field(default_factory=list)
     allow_hosts: tuple[str, ...] = ()
+    interactive: bool = False  # worlds add start_task/check_task, so a person in any MCP client can play a task
+    primary: bool = True  # publishes the records and runs the health checks (one process of `--workers N`)
 
     @property
     def base_url(self) -> str:
@@ -73,7 +75,8 @@ def world_records(stack: Stack) -> list[dict[str, Any]]:
         w = s.runtime.world
         records.append(local_record(
             w.name, w.description, "world", title=w.title, version=w.version,
-            url=stack.base_url + world_path(w.name), stdio_args=["serve", "world", w.name, "--stdio"],
+            url=stack.base_url + world_path(w.name),
+            stdio_args=["serve", "world", w.name, "--stdio", *(["--interactive"] if stack.interactive else [])],
             facts={"tags": w.tags, "tools": len(s.runtime.tools), "tasks": len(s.runtime.tasks)},
         ))
     return records
@@ -104,12 +107,13 @@ def build_app(stack: Stack) -> FastAPI:
         if stack.swe is not None:
             stack.records.append(swe_record(stack.base_url, stack.swe))
         stack.records += [m.record(stack.base_url) for m in stack.world_models]
-        for record in stack.records:
+        for record in stack.records if stack.primary else []:
             stack.store.publish(record, replace=True)
         swe = running_swe(stack.swe) if stack.swe is not None else contextlib.nullcontext()
         async with running(stack.worlds), swe, running_world_models(stack.world_models), \
                 anyio.create_task_group() as tg:
-            tg.start_soon(_health_loop, stack)
+            if stack.primary:
+                tg.start_soon(_health_loop, stack)
             yield
             tg.cancel_scope.cancel()
 
@@ -136,7 +140,7 @@ async def _health_loop(stack: Stack) -> None:
 # -- one `up` at a time ------------------------------------------------------------------------------------
 
 def lock_path() -> Path:
-    return home() / "up.json"
+    return up_state_file()
 
 
 def _alive(pid: int) -> bool:
@@ -162,12 +166,11 @@ def acquire(stack: Stack) -> None:
                 f"mcpworld up is already running (pid {other['pid']}) at {other.get('url')}; use it, or stop it "
                 f"with Ctrl-C in its terminal (or `kill {other['pid']}`)"
             )
-    with socket.socket() as probe:
-        try:
-            probe.bind((stack.host, stack.port))
-        except OSError:
-            raise AlreadyRunning(f"port {stack.port} on {stack.host} is already in use by another program; "
-                                 "pass --port to pick another") from None
+    # SO_REUSEADDR as the server binds: a port whose last connections sit in TIME_WAIT (an `up` just stopped) is
+    # free, while one another program listens on is not.
+    if not port_free(stack.host, stack.port):
+        raise AlreadyRunning(f"port {stack.port} on {stack.host} is already in use by another program; "
+                             "pass --port to pick another")
     path.write_text(json.dumps({"pid": os.getpid(), "url": stack.base_url}))
 
 
@@ -196,6 +199,10 @@ def banner(stack: Stack, token_is_new: bool) -> str:
         lines += [f"  bound to {stack.host}: world, swe and world-model endpoints need 'Authorization: Bearer <token>'",
                   "  (mcpworld clients: export MCPWORLD_REGISTRY_TOKEN=<token>)",
                   f"  Host names accepted: {', '.join(exposure.allowed_hosts)} (add more with --allow-host)", ""]
+    if stack.interactive and stack.worlds:
+        first = stack.worlds[0].runtime.world.name
+        lines += ["  --interactive: every world adds start_task / check_task, so a person can play a task over HTTP",
+                  f"  Claude Code:    claude mcp add --transport http {first} {stack.base_url}{world_path(first)}", ""]
     lines += ["Claude Desktop (claude_desktop_config.json):",
               json.dumps(export(world_records(stack), "claude-desktop"), indent=2), "",
               "Press Ctrl-C to stop."]

@@ -20,14 +20,20 @@ from mcpworld.registry.cli import allow_host_option
 @click.option("--only", multiple=True, help="Serve only these worlds (repeatable).")
 @click.option("--health-interval", default=60.0, show_default=True, help="Seconds between health checks.")
 @click.option("--max-episodes", default=4096, show_default=True, help="Cap on live episodes per world.")
+@click.option("--interactive", is_flag=True,
+              help="Add start_task/check_task to every world so a person in an HTTP MCP client (Claude Code, VS Code, "
+                   "Cursor) can play a task and see the verdict.")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Processes behind the one port: each holds its own episodes; requests follow their episode; a "
+                   "worker that dies is restarted (only its own episodes are lost).")
 @click.option("--no-swe", is_flag=True, help="Do not serve the SWE sandbox (its shipped instances).")
 @click.option("--swt-url", envvar="MCPWORLD_SWT_URL", default=None,
               help="OpenAI-compatible endpoint(s) of an SWT model (comma-separated): serve the SWT world model.")
 @click.option("--swr-url", envvar="MCPWORLD_SWR_URL", default=None,
               help="Endpoint(s) of an SWR model: serve the SWR world model (virtual test runner).")
 def up_command(port: int, host: str, allow_hosts: tuple[str, ...], db: str | None, token: str | None,
-               only: tuple[str, ...], health_interval: float, max_episodes: int, no_swe: bool, swt_url: str | None,
-               swr_url: str | None) -> None:
+               only: tuple[str, ...], health_interval: float, max_episodes: int, interactive: bool, workers: int,
+               no_swe: bool, swt_url: str | None, swr_url: str | None) -> None:
     """Start everything: the registry, every installed world over HTTP, registered and health-checked.
 
     One port serves it all: /v0 (registry REST), /registry/mcp (registry as an MCP server),
@@ -40,8 +46,6 @@ def up_command(port: int, host: str, allow_hosts: tuple[str, ...], db: str | Non
       mcpworld registry list          # in another terminal
       mcpworld up --host 0.0.0.0 --allow-host envhost   # a cluster: clients set MCPWORLD_REGISTRY_TOKEN
     """
-    import uvicorn
-
     from mcpworld.app.up import (
         AlreadyRunning,
         Stack,
@@ -50,7 +54,9 @@ def up_command(port: int, host: str, allow_hosts: tuple[str, ...], db: str | Non
         build_app,
         release,
     )
+    from mcpworld.core import workers as procs
     from mcpworld.core.paths import registry_token
+    from mcpworld.core.serving import serve
     from mcpworld.registry.store import RegistryStore
     from mcpworld.worlds.episodes import EpisodeLimits
     from mcpworld.worlds.host import build_servers
@@ -62,6 +68,7 @@ def up_command(port: int, host: str, allow_hosts: tuple[str, ...], db: str | Non
     from mcpworld.swe.shell import BackendUnavailable
     from mcpworld.worldmodels.servers import WorldModelConfig, world_model_servers
 
+    worker = procs.current()
     swe = None
     if not no_swe:
         try:
@@ -69,17 +76,21 @@ def up_command(port: int, host: str, allow_hosts: tuple[str, ...], db: str | Non
         except BackendUnavailable as exc:  # no containment here: serve everything else, and say why
             click.echo(f"warning: not serving the SWE sandbox: {exc}\n(pass --no-swe to silence this)", err=True)
     stack = Stack(host=host, port=port, store=RegistryStore(db), token=secret,
-                  worlds=build_servers(names, EpisodeLimits(max_episodes=max_episodes), skip_broken=not only,
-                                        token=secret),
+                  worlds=build_servers(names, EpisodeLimits(max_episodes=max_episodes), interactive=interactive,
+                                        skip_broken=not only, token=secret),
                   health_interval_s=health_interval, swe=swe,
                   world_models=world_model_servers(WorldModelConfig.from_env(swt_url=swt_url, swr_url=swr_url)),
-                  allow_hosts=allow_hosts)
+                  allow_hosts=allow_hosts, interactive=interactive,
+                  primary=worker is None or worker.index == 0)  # one process publishes and health-checks
+    if worker is not None:  # one of `--workers N`: the supervisor holds the lock and printed the banner
+        serve(lambda: build_app(stack), host, port, workers)
+        return
     try:
         acquire(stack)
     except AlreadyRunning as exc:
         raise click.ClickException(str(exc)) from None
     try:
         click.echo(banner(stack, is_new))
-        uvicorn.run(build_app(stack), host=host, port=port, log_level="warning")
+        serve(lambda: build_app(stack), host, port, workers)
     finally:
         release()

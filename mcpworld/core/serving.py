@@ -8,11 +8,13 @@ import contextvars
 import io
 import json
 import logging
+import os
 import re
+import socket
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -27,7 +29,7 @@ logger = logging.getLogger(__name__)
 @contextmanager
 def serve_in_thread(app: Any, port: int, startup_timeout_s: float = 30.0) -> Iterator[str]:
     """Serve `app` on 127.0.0.1:port until the block ends; yields the base URL once the server accepts."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(config(app, host="127.0.0.1", port=port))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + startup_timeout_s
@@ -41,6 +43,118 @@ def serve_in_thread(app: Any, port: int, startup_timeout_s: float = 30.0) -> Ite
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+# -- serving on a port: one process or `--workers N` ------------------------------------------------------
+
+def listening_socket(host: str, port: int, reuse_port: bool = False) -> socket.socket:
+    """A TCP socket listening on host:port (SO_REUSEADDR as uvicorn binds; SO_REUSEPORT for `--workers`)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise SystemExit(f"error: cannot listen on {host}:{port} ({exc.strerror}); pass --port to pick another") \
+            from None
+    sock.listen(2048)
+    sock.set_inheritable(False)
+    return sock
+
+
+# A connection must start and finish each request head this soon (from connecting, or from its first byte after
+# a response); MCPWORLD_HTTP_HEAD_TIMEOUT_S sets it. Idle keep-alive connections are closed by uvicorn (5 s).
+HEAD_DEADLINE_S = float(os.environ.get("MCPWORLD_HTTP_HEAD_TIMEOUT_S") or 30.0)
+
+
+def guarded_protocol() -> type:
+    """uvicorn's HTTP protocol, plus the deadline it lacks: a connection that sends no request, or starts a request
+    head and does not finish it (slowloris), within HEAD_DEADLINE_S is closed. So thousands of idle connections
+    are not held for long, while a busy server's backlog (seconds at c=1024) never cuts a client's first request."""
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol  # httptools when installed (a dependency), else h11
+
+    class Guarded(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
+        _head_timer: Any = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._head_timer = self.loop.call_later(HEAD_DEADLINE_S, self._head_overdue, None)
+
+        def data_received(self, data: bytes) -> None:
+            before = self.cycle
+            super().data_received(data)
+            if self.cycle is not before or self.transport.is_closing():
+                if self._head_timer is not None:  # a request head completed
+                    self._head_timer.cancel()
+                    self._head_timer = None
+            elif (before is None or before.response_complete) and self._head_timer is None:
+                self._head_timer = self.loop.call_later(HEAD_DEADLINE_S, self._head_overdue, before)
+
+        def on_header(self, name: bytes, value: bytes) -> None:  # httptools keeps OWS; RFC 9110 §5.5 drops it
+            super().on_header(name, value.strip(b" \t"))
+
+        def _head_overdue(self, cycle: Any) -> None:
+            self._head_timer = None
+            if self.cycle is cycle and not self.transport.is_closing():
+                logger.info("closing a connection that sent no whole request head within %gs", HEAD_DEADLINE_S)
+                self.transport.close()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+            super().connection_lost(exc)
+
+    return Guarded
+
+
+def config(app: Any, log_level: str = "warning", **options: Any) -> Any:
+    """The uvicorn configuration every mcpworld HTTP server runs with."""
+    import uvicorn
+
+    return uvicorn.Config(app, log_level=log_level, http=guarded_protocol(), backlog=2048,  # loop: uvloop if there
+                          **options)
+
+
+def serve(build: Callable[[], Any], host: str, port: int, workers: int = 1, log_level: str = "warning") -> None:
+    """Serve the ASGI app `build()` makes on host:port: in this process, or as `workers` processes (this one then
+    supervises: it re-runs this same command line in each worker, restarts a worker that dies, stops them all on
+    Ctrl-C or SIGTERM)."""
+    import uvicorn
+
+    from mcpworld.core.workers import Supervisor, WorkerRouter, current
+
+    worker = current()
+    if worker is None and workers <= 1:
+        with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises Ctrl-C once it has shut down cleanly
+            uvicorn.Server(config(build(), log_level)).run(sockets=[listening_socket(host, port)])
+        return
+    if worker is None:
+        Supervisor(host, port, workers).run()
+        return
+    tcp = listening_socket(host, port, reuse_port=True)
+    path = worker.socket_path(worker.index)
+    path.unlink(missing_ok=True)
+    uds = socket.socket(socket.AF_UNIX)
+    uds.bind(str(path))
+    uds.listen(2048)
+    server = uvicorn.Server(config(WorkerRouter(build(), worker), log_level))
+    ready = worker.directory / f"ready-{worker.index}.{worker.generation}"
+
+    async def main() -> None:
+        import anyio
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: server.serve(sockets=[tcp, uds]))
+            while not server.started and not server.should_exit:
+                await anyio.sleep(0.02)
+            ready.write_text(str(os.getpid()))
+
+    import anyio
+
+    with contextlib.suppress(KeyboardInterrupt):
+        anyio.run(main)
 
 
 # -- stdio: every line is checked before the SDK sees it -------------------------------------------------------

@@ -8,7 +8,7 @@ import sys
 import click
 
 from mcpworld.worlds.episodes import EpisodeLimits
-from mcpworld.worlds.loader import WorldLoadError, discover, load_world
+from mcpworld.worlds.loader import WorldLoadError, discover, load_world, resolve
 
 episode_options = [
     click.option("--ttl", default=1800.0, show_default=True, help="Seconds an idle episode lives before eviction."),
@@ -242,8 +242,10 @@ def serve_world(name: str, stdio: bool, port: int | None, host: str, ttl: float,
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Interface to bind. Anything but localhost exposes the worlds to your network.")
 @click.option("--only", multiple=True, help="Serve only these worlds (repeatable). Default: every installed world.")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Processes behind the one port (each holds its own episodes; a dead one is restarted).")
 @with_episode_options
-def serve_worlds(port: int, host: str, only: tuple[str, ...], ttl: float, max_episodes: int,
+def serve_worlds(port: int, host: str, only: tuple[str, ...], workers: int, ttl: float, max_episodes: int,
                  interactive: bool) -> None:
     """Serve every installed world over Streamable HTTP, each at /worlds/<name>/mcp.
 
@@ -252,21 +254,35 @@ def serve_worlds(port: int, host: str, only: tuple[str, ...], ttl: float, max_ep
       mcpworld serve worlds --port 8765
       curl http://127.0.0.1:8765/worlds          # the index
     """
-    from mcpworld.worlds.host import build_servers
+    from mcpworld.core import workers as procs
+    from mcpworld.core.serving import serve
+    from mcpworld.worlds.host import build_servers, world_path, worlds_app
 
     names = list(only) or [r.name for r in discover()]
+    if workers > 1 and procs.current() is None:  # the supervisor: each worker loads the worlds itself
+        try:
+            for name in names:
+                resolve(name)
+        except WorldLoadError as exc:
+            raise click.ClickException(str(exc)) from None
+        for name in names:
+            click.echo(f"{name:12} http://{host}:{port}{world_path(name)}", err=True)
+        serve(lambda: None, host, port, workers)
+        return
     try:
         servers = build_servers(names, EpisodeLimits(ttl, max_episodes), interactive, skip_broken=not only)
     except WorldLoadError as exc:
         raise click.ClickException(str(exc)) from None
+    if procs.current() is not None:
+        serve(lambda: worlds_app(servers, host=host), host, port, workers)
+        return
     _run_http(servers, host, port)
 
 
 def _run_http(servers, host: str, port: int) -> None:  # type: ignore[no-untyped-def]
-    import uvicorn
-
+    from mcpworld.core.serving import serve
     from mcpworld.worlds.host import world_path, worlds_app
 
     for s in servers:
         click.echo(f"{s.runtime.world.name:12} http://{host}:{port}{world_path(s.runtime.world.name)}", err=True)
-    uvicorn.run(worlds_app(servers, host=host), host=host, port=port, log_level="warning")
+    serve(lambda: worlds_app(servers, host=host), host, port)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+import weakref
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -14,8 +15,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
+from mcpworld.core.episode_server import session_key
 from mcpworld.core.security import Exposure, ExposureMiddleware
 from mcpworld.core.serving import run_stdio
+from mcpworld.core.streamable import LOOPBACK_SECURITY, StreamableHTTP
 from mcpworld.worlds.episodes import EpisodeLimits
 from mcpworld.worlds.loader import load_world, resolve
 from mcpworld.worlds.runtime import WorldRuntime
@@ -57,17 +60,33 @@ def world_routes(servers: Sequence[WorldServer], host: str = "127.0.0.1",
             for name, s in by_name.items()
         ]})
 
-    mounts = [Mount(f"/worlds/{name}", app=exposure.mcp_app(s.server, json_response=True))
-              for name, s in by_name.items()]
+    mounts = [Mount(f"/worlds/{name}", app=exposure.guard(http_app(s, exposure))) for name, s in by_name.items()]
     return [Route("/worlds", index), *mounts]
+
+
+_http_apps: weakref.WeakKeyDictionary[WorldServer, StreamableHTTP] = weakref.WeakKeyDictionary()
+
+
+def http_app(server: WorldServer, exposure: Exposure) -> StreamableHTTP:
+    """The world's Streamable HTTP endpoint (`mcpworld.core.streamable`): JSON responses, sessions at 2025-11-25,
+    single exchanges at 2026-07-28; a deleted or expired session frees its default episode at once."""
+    schemas = {t.name: t.input_schema for t in server._tools}
+    server.server.get_tool_input_schema = schemas.get  # Mcp-Param-* checks without listing tools per call
+    app = StreamableHTTP(server.server,
+                         security=exposure.transport_security() if exposure.exposed else LOOPBACK_SECURITY,
+                         on_session_end=lambda sid: server.episodes.close_connection(session_key(sid)))
+    _http_apps[server] = app
+    return app
 
 
 @contextlib.asynccontextmanager
 async def running(servers: Sequence[WorldServer]) -> AsyncIterator[None]:
-    """Run the HTTP session managers of mounted worlds (sub-app lifespans do not run by themselves)."""
+    """Run the HTTP endpoints of mounted worlds (sub-app lifespans do not run by themselves)."""
     async with contextlib.AsyncExitStack() as stack:
         for s in servers:
-            await stack.enter_async_context(s.server.session_manager.run())
+            app = _http_apps.get(s)
+            if app is not None:
+                await stack.enter_async_context(app.run())
         try:
             yield
         finally:

@@ -15,7 +15,15 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
 from mcpworld.core import protocol as p
-from mcpworld.core.episode_server import argument_size_error, connection_key, text_result, value_result
+from mcpworld.core.episode_server import (
+    HANDLE_ARGUMENT,
+    argument_size_error,
+    connection_key,
+    text_result,
+    value_result,
+    with_handle,
+    with_handle_note,
+)
 from mcpworld.core.serving import CallTimeout, blocking_timeout, call_blocking
 from mcpworld.worlds.episodes import EpisodeError, EpisodeLimits, EpisodeManager
 from mcpworld.worlds.runtime import Episode, UnknownTask, WorldRuntime
@@ -54,23 +62,6 @@ _INTERACTIVE_TOOLS = [
 ]
 
 
-HANDLE_ARGUMENT = "episode"  # the server-minted episode handle, as an ordinary tool argument (SEP-2567)
-_HANDLE_SCHEMA = {
-    "type": ["string", "null"], "default": None,
-    "description": "Your episode's handle (returned by this world's tools, or by start_task): pass it on every call "
-    "to keep working in the same episode; omit it once to start a fresh one.",
-}
-def _with_handle(tool: types.Tool) -> types.Tool:
-    """The tool as a sessionless client sees it: an optional `episode` handle among its arguments."""
-    schema = dict(tool.input_schema or {"type": "object"})
-    properties = dict(schema.get("properties") or {})
-    if HANDLE_ARGUMENT in properties:
-        return tool
-    properties[HANDLE_ARGUMENT] = _HANDLE_SCHEMA
-    schema["properties"] = properties
-    return tool.model_copy(update={"input_schema": schema})
-
-
 def _bad_params(message: str, data: Any = None) -> MCPError:
     return MCPError(code=types.INVALID_PARAMS, message=message, data=data)
 
@@ -106,7 +97,7 @@ class WorldServer:
         if interactive:
             self._tools += _INTERACTIVE_TOOLS
         self._domain = set(runtime.tools)
-        self._handle_tools = [t if t.name in ("start_task", "check_task") else _with_handle(t) for t in self._tools]
+        self._handle_tools = [t if t.name in ("start_task", "check_task") else with_handle(t) for t in self._tools]
 
     # -- episode resolution ----------------------------------------------------------------------------
 
@@ -159,12 +150,7 @@ class WorldServer:
         params = params.model_copy(update={"arguments": arguments})
         result = await self._call_tool(ctx, params)
         if minted is not None and isinstance(result, types.CallToolResult):
-            note = (f"[episode {minted.id}: this call started a fresh episode; pass \"{HANDLE_ARGUMENT}\": "
-                    f"\"{minted.id}\" on your next calls to keep working in it]")
-            result = result.model_copy(update={
-                "content": [*result.content, types.TextContent(type="text", text=note)],
-                "meta": {**(result.meta or {}), p.EPISODE_META_KEY: minted.id},
-            })
+            result = with_handle_note(result, minted.id)
         return result
 
     def _declares_handle(self, tool: str) -> bool:

@@ -1,0 +1,166 @@
+"""A lean Streamable HTTP load generator, run in its own process: `python -m benchmarks.loadgen URL [options]`.
+
+One episode is `io.mcpworld/episode/start` -> 10 x `tools/call get_flight` -> `io.mcpworld/episode/verify` with
+close (12 requests); `--kind echo` sends 12 `tools/call echo` instead, `--kind ping` 12 `ping`s, `--kind fill` starts an
+episode, writes once and leaves it open. Clients speak
+2025-11-25 (initialize once, then `Mcp-Session-Id`) or 2026-07-28 (no handshake, the envelope in every request's
+`_meta`). Prints one JSON object: requests, seconds, requests/s, p50/p99 in ms, errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+import time
+from typing import Any
+
+import aiohttp
+
+MODERN = "2026-07-28"
+ENVELOPE = {"io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientInfo": {"name": "loadgen", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {}}
+EPISODE_META = "io.mcpworld/episode"
+
+
+class Client:
+    """One logical MCP client over a shared aiohttp connection pool."""
+
+    def __init__(self, http: aiohttp.ClientSession, url: str, protocol: str, headers: dict[str, str]):
+        self.http, self.url, self.protocol = http, url, protocol
+        self.headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+                        "mcp-protocol-version": protocol, **headers}
+        self.next_id = 0
+
+    async def open(self) -> None:
+        if self.protocol == MODERN:
+            return
+        result = await self.request("initialize", {"protocolVersion": self.protocol, "capabilities": {},
+                                                   "clientInfo": {"name": "loadgen", "version": "1"}}, init=True)
+        assert result["protocolVersion"] == self.protocol, result
+        async with self.http.post(self.url, data=json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+                                  headers=self.headers) as resp:
+            await resp.read()
+            assert resp.status == 202, resp.status
+
+    async def request(self, method: str, params: dict[str, Any] | None = None, init: bool = False) -> Any:
+        self.next_id += 1
+        params = dict(params or {})
+        if self.protocol == MODERN:
+            params["_meta"] = {**ENVELOPE, **params.get("_meta", {})}
+        body = json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        headers = self.headers
+        if self.protocol == MODERN:  # 2026-07-28 routing headers mirror the body
+            headers = {**headers, "mcp-method": method}
+            if "name" in params:
+                headers["mcp-name"] = params["name"]
+        async with self.http.post(self.url, data=body, headers=headers) as resp:
+            raw = await resp.read()
+            if init and "mcp-session-id" in resp.headers:
+                self.headers["mcp-session-id"] = resp.headers["mcp-session-id"]
+            if resp.status >= 400 and not raw:
+                raise RuntimeError(f"HTTP {resp.status} for {method}")
+            kind = resp.headers.get("content-type", "")
+        if kind.startswith("text/event-stream"):
+            raw = next(line[5:] for line in raw.decode().splitlines()[::-1] if line.startswith("data:")).encode()
+        message = json.loads(raw)
+        if "error" in message:
+            raise RuntimeError(f"{method}: {message['error']}")
+        return message["result"]
+
+
+async def episode(client: Client, kind: str, latencies: list[float]) -> None:
+    async def timed(method: str, params: dict[str, Any] | None = None) -> Any:
+        t = time.perf_counter()
+        result = await client.request(method, params)
+        latencies.append(time.perf_counter() - t)
+        return result
+
+    if kind == "echo":
+        for _ in range(12):
+            assert not (await timed("tools/call", {"name": "echo", "arguments": {"text": "MW307-0602"}}))["isError"]
+        return
+    if kind == "fill":  # an episode left open, one write in it (for memory with many live episodes)
+        started = await timed("io.mcpworld/episode/start", {"task": "book-cheapest-economy", "seed": 0})
+        await timed("tools/call", {"name": "update_contact", "arguments": {"customer_id": "C003", "phone": "1"},
+                                   "_meta": {EPISODE_META: started["episode"]}})
+        return
+    if kind == "ping":
+        for _ in range(12):
+            await timed("ping")
+        return
+    started = await timed("io.mcpworld/episode/start", {"task": "cancel-within-24h", "seed": 0})
+    meta = {EPISODE_META: started["episode"]}
+    for _ in range(10):
+        result = await timed("tools/call", {"name": "get_flight", "arguments": {"flight_id": "MW307-0602"},
+                                            "_meta": meta})
+        assert not result["isError"], result
+    verified = await timed("io.mcpworld/episode/verify", {"episode": started["episode"], "close": True})
+    assert verified["closed"], verified
+
+
+async def run(url: str, concurrency: int, episodes: int, protocol: str, kind: str, token: str | None,
+              sticky: bool = False) -> dict:
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    latencies: list[float] = []
+    errors: list[str] = []
+    left = [episodes]
+    timeout = aiohttp.ClientTimeout(total=300)
+    # `sticky`: each client keeps its own connection (as a trainer's rollout worker does); else one shared pool
+    pools = [aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1 if sticky else 0), timeout=timeout)
+             for _ in range(concurrency if sticky else 1)]
+    async with contextlib.AsyncExitStack() as stack:
+        for pool in pools:
+            await stack.enter_async_context(pool)
+        clients = [Client(pools[i % len(pools)], url, protocol, headers) for i in range(concurrency)]
+        await asyncio.gather(*(c.open() for c in clients))
+        if kind != "fill":
+            await episode(clients[0], kind, [])  # warm-up, not counted
+
+        async def worker(client: Client) -> None:
+            while left[0] > 0:
+                left[0] -= 1
+                try:
+                    await episode(client, kind, latencies)
+                except Exception as exc:  # counted and reported: a benchmark must say what failed
+                    errors.append(f"{type(exc).__name__}: {exc}"[:200])
+
+        t = time.perf_counter()
+        await asyncio.gather(*(worker(c) for c in clients))
+        seconds = time.perf_counter() - t
+    ordered = sorted(latencies)
+
+    def pct(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000 if ordered else 0.0
+
+    return {"requests": len(latencies), "seconds": seconds, "rate": len(latencies) / seconds if seconds else 0.0,
+            "p50_ms": pct(0.5), "p99_ms": pct(0.99), "errors": len(errors), "first_errors": errors[:3]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("url")
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--episodes", type=int, default=200)
+    parser.add_argument("--protocol", default="2025-11-25")
+    parser.add_argument("--kind", choices=["world", "echo", "ping", "fill"], default="world")
+    parser.add_argument("--token", default=None)
+    parser.add_argument("--sticky", action="store_true", help="one connection per client instead of a shared pool")
+    args = parser.parse_args(argv)
+    try:
+        import uvloop  # type: ignore[import-not-found]
+
+        uvloop.install()
+    except ImportError:
+        pass
+    out = asyncio.run(run(args.url, args.concurrency, args.episodes, args.protocol, args.kind, args.token,
+                         args.sticky))
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,503 @@
+"""A lean Streamable HTTP server for a low-level MCP `Server`: the same wire protocol as the SDK's transport, without
+its per-session task, memory streams and dispatcher.
+
+Why: profiled under load (docs/benchmarks.md, "Serving"), the SDK's transport hands every POST through a memory
+stream to a per-session dispatcher task and back, and rebuilds Starlette requests and pydantic envelopes on the way;
+at 256 concurrent clients that queueing made the tail collapse. Here each POST is answered in its own ASGI task:
+body read (bounded), one `json.loads`, the SDK's own kernel (`ServerRunner.on_request`: validation, middleware,
+handlers, result shaping), one `json.dumps`.
+
+Protocol, per the MCP spec:
+- 2025-11-25 and earlier (handshake era): `initialize` opens a session whose id comes back as `Mcp-Session-Id`;
+  later requests must carry it (400 without, 404 when unknown or expired); DELETE ends it; GET is 405 (this
+  server offers no standalone SSE stream, which the spec allows); notifications and client responses get 202;
+  `notifications/cancelled` cancels the named in-flight request of that session.
+- 2026-07-28 (`MCP-Protocol-Version` names a modern revision): one self-contained POST, no session; the SDK's
+  validation ladder (`classify_inbound_request`: envelope, routing headers, version), `Mcp-Param-*` checks, and
+  errors with the spec's HTTP statuses.
+- Responses are JSON; a client whose Accept names only `text/event-stream` gets the reply as one SSE event.
+- Host/Origin checks (DNS rebinding) as the SDK does them, a body size limit (413 before reading a declared
+  oversize body, or as soon as a streamed one passes it), a deadline for the whole body (408 for a trickled one),
+  a cap on open sessions (503) and idle-session expiry. A request is dispatched only once its body is complete,
+  so a client that goes away mid-body changes nothing.
+Server-to-client requests (sampling, elicitation) have no channel here: handlers get `NoBackChannelError`, as
+on the SDK's JSON-response mode.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import secrets
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.connection import Connection
+from mcp.server.runner import ServerRunner, aclose_shielded, modern_error_data, serve_one
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
+from mcp.shared.dispatcher import CallOptions
+from mcp.shared.exceptions import NoBackChannelError
+from mcp.shared.inbound import (
+    ERROR_CODE_HTTP_STATUS,
+    InboundLadderRejection,
+    classify_inbound_request,
+    find_duplicated_routing_header,
+    unsupported_protocol_version_rejection,
+    validate_mcp_param_headers,
+)
+from mcp.shared.message import ServerMessageMetadata
+from mcp.shared.transport_context import TransportContext
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.datastructures import Headers
+from starlette.requests import Request
+
+logger = logging.getLogger(__name__)
+
+LOOPBACK_SECURITY = TransportSecuritySettings(  # what the SDK applies by itself to a server bound to loopback
+    enable_dns_rebinding_protection=True,
+    allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+    allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+)
+# The whole body must arrive within this (a trickled body is refused, 408); MCPWORLD_HTTP_BODY_TIMEOUT_S sets it.
+BODY_DEADLINE_S = float(os.environ.get("MCPWORLD_HTTP_BODY_TIMEOUT_S") or 30.0)
+SESSION_HEADER = b"mcp-session-id"
+_JSON = [(b"content-type", b"application/json")]
+_SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-transform")]
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+class BodyTimeout(Exception):
+    pass
+
+
+class ClientGone(Exception):
+    pass
+
+
+async def read_body(receive: Any, limit: int, deadline_s: float = BODY_DEADLINE_S) -> bytes:
+    """The request body, refused as soon as it passes `limit` bytes or takes longer than `deadline_s`.
+
+    Raises ClientGone when the client disconnects first (nothing was dispatched, so nothing changed).
+    """
+    chunks: list[bytes] = []
+    size = 0
+    with anyio.move_on_after(deadline_s) as scope:
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise ClientGone()
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise BodyTooLarge()
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+    if scope.cancelled_caught:
+        raise BodyTimeout()
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+async def send_json(send: Any, status: int, body: Any, headers: list[tuple[bytes, bytes]] | None = None,
+                    sse: bool = False, close: bool = False) -> None:
+    """One complete response: a JSON body (or, for an SSE-only client, the body as one `message` event)."""
+    data = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode()
+    if sse:
+        data = b"event: message\ndata: " + data + b"\n\n"
+    out = [*(_SSE if sse else _JSON), (b"content-length", str(len(data)).encode()), *(headers or [])]
+    if close:
+        out.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": out})
+    await send({"type": "http.response.body", "body": data})
+
+
+async def send_empty(send: Any, status: int, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-length", b"0"), *(headers or [])]})
+    await send({"type": "http.response.body", "body": b""})
+
+
+def rpc_error(code: int, message: str, rid: Any = None, data: Any = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": rid, "error": error}
+
+
+def _error_body(rid: Any, error: types.ErrorData) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "error": error.model_dump(mode="json", by_alias=True, exclude_none=True)}
+
+
+def accepts(headers: Headers) -> tuple[bool, bool]:
+    """(JSON, SSE) acceptable to the client, with RFC 9110 wildcards."""
+    kinds = [part.split(";")[0].strip().lower() for part in headers.get("accept", "").split(",")]
+    anything = "*/*" in kinds
+    return (anything or "application/json" in kinds or "application/*" in kinds,
+            anything or "text/event-stream" in kinds or "text/*" in kinds)
+
+
+def _valid_id(rid: Any) -> bool:
+    return isinstance(rid, (str, int)) and not isinstance(rid, bool)
+
+
+class _NoBackChannel:
+    """The outbound channel of a JSON-response session: notifications are dropped, requests refused."""
+
+    async def send_raw_request(self, method: str, params: Mapping[str, Any] | None,
+                               opts: CallOptions | None = None) -> dict[str, Any]:
+        raise NoBackChannelError(method)
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None, opts: CallOptions | None = None) -> None:
+        logger.debug("dropped %s: a JSON-response session has no stream for it", method)
+
+
+@dataclass
+class _Exchange:
+    """The dispatch context of one POST (the SDK's `DispatchContext` shape): one reply, no back-channel."""
+
+    transport: TransportContext
+    request_id: Any
+    message_metadata: ServerMessageMetadata
+    progress_token: Any = None
+    cancel_requested: anyio.Event = field(default_factory=anyio.Event)
+    can_send_request: bool = False
+
+    async def send_raw_request(self, method: str, params: Mapping[str, Any] | None,
+                               opts: CallOptions | None = None) -> dict[str, Any]:
+        raise NoBackChannelError(method)
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None, opts: CallOptions | None = None) -> None:
+        return None  # one JSON reply: nowhere to put a notification
+
+    async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        return None
+
+
+@dataclass
+class _Session:
+    id: str
+    runner: ServerRunner[Any]
+    last_used: float = field(default_factory=time.monotonic)
+    in_flight: dict[Any, anyio.CancelScope] = field(default_factory=dict)
+
+
+class StreamableHTTP:
+    """ASGI app serving one low-level `Server` at `path` (relative to its mount). Enter `run()` in the lifespan.
+
+    `on_session_end(session_id)` runs when a session is deleted or expires (to free what it held).
+    """
+
+    def __init__(self, server: Any, *, security: TransportSecuritySettings | None = LOOPBACK_SECURITY,
+                 max_body_bytes: int = DEFAULT_MAX_REQUEST_BODY_SIZE, session_idle_s: float = 1800.0,
+                 max_sessions: int = 10_000, body_deadline_s: float = BODY_DEADLINE_S, path: str = "/mcp",
+                 on_session_end: Callable[[str], Any] | None = None):
+        self.server = server
+        self.security = security
+        self.max_body_bytes = max_body_bytes
+        self.session_idle_s = session_idle_s
+        self.max_sessions = max_sessions
+        self.body_deadline_s = body_deadline_s
+        self.path = path
+        self.on_session_end = on_session_end
+        self.sessions: dict[str, _Session] = {}
+        self._lifespan_state: Any = None
+        self._running = False
+        self._last_sweep = time.monotonic()
+
+    @contextlib.asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        """The server's lifespan, entered once for every session (as the SDK's session manager does)."""
+        async with self.server.lifespan(self.server) as state:
+            self._lifespan_state, self._running = state, True
+            try:
+                yield
+            finally:
+                self._running = False
+                for session_id in list(self.sessions):
+                    await self._end(session_id)
+
+    # -- ASGI ---------------------------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        root = scope.get("root_path", "")
+        path = scope["path"][len(root):] if root and scope["path"].startswith(root) else scope["path"]
+        if path.rstrip("/") != self.path:
+            await send_json(send, 404, {"error": f"not found: {path}; the MCP endpoint is {root}{self.path}"})
+            return
+        if not self._running:
+            await send_json(send, 503, rpc_error(types.INTERNAL_ERROR, "the server is not running (starting or "
+                                                 "shutting down); retry shortly"))
+            return
+        headers = Headers(scope=scope)
+        method = scope["method"]
+        refused = self._refusal(headers, method == "POST")
+        if refused is not None:
+            await send_json(send, refused[0], rpc_error(types.INVALID_REQUEST, refused[1]))
+            return
+        if method == "POST":
+            await self._post(scope, receive, send, headers)
+        elif method == "DELETE":
+            await self._delete(send, headers)
+        else:
+            await send_json(send, 405, rpc_error(types.INVALID_REQUEST, f"Method Not Allowed: {method}; this server "
+                                                 "answers POST (and DELETE to end a session), with no SSE stream"),
+                            headers=[(b"allow", b"POST, DELETE")])
+
+    def _refusal(self, headers: Headers, is_post: bool) -> tuple[int, str] | None:
+        """The SDK's Host/Origin and Content-Type rules, without building a Request."""
+        if is_post and not headers.get("content-type", "").lower().startswith("application/json"):
+            return 400, "Invalid Content-Type header: send application/json"
+        settings = self.security
+        if settings is None or not settings.enable_dns_rebinding_protection:
+            return None
+        host = headers.get("host")
+        if not host or not _allowed(host, settings.allowed_hosts):
+            return 421, f"Invalid Host header {host!r}: this server answers only to {', '.join(settings.allowed_hosts)}"
+        origin = headers.get("origin")
+        if origin and not _allowed(origin, settings.allowed_origins):
+            return 403, f"Invalid Origin header {origin!r}: cross-site requests are refused"
+        return None
+
+    async def _post(self, scope: Any, receive: Any, send: Any, headers: Headers) -> None:
+        has_json, has_sse = accepts(headers)
+        if not (has_json or has_sse):
+            await send_json(send, 406, rpc_error(types.INVALID_REQUEST, "Not Acceptable: the client must accept "
+                                                 "application/json (or text/event-stream)"))
+            return
+        sse = not has_json
+        declared = headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+            await send_json(send, 413, rpc_error(types.INVALID_REQUEST, self._too_large(int(declared))), close=True)
+            return
+        try:
+            body = await read_body(receive, self.max_body_bytes, self.body_deadline_s)
+        except ClientGone:
+            return
+        except BodyTooLarge:
+            await send_json(send, 413, rpc_error(types.INVALID_REQUEST, self._too_large(None)), close=True)
+            return
+        except BodyTimeout:
+            await send_json(send, 408, rpc_error(types.INVALID_REQUEST, f"the request body did not arrive within "
+                                                 f"{self.body_deadline_s:g}s; send it whole"), close=True)
+            return
+        try:
+            message = json.loads(body)
+        except (ValueError, RecursionError) as exc:
+            await send_json(send, 400, rpc_error(types.PARSE_ERROR, f"Parse error: {exc}"), sse=sse)
+            return
+        version = headers.get("mcp-protocol-version")
+        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            await self._modern(scope, send, headers, message, sse)
+        else:
+            await self._legacy(scope, send, headers, message, sse)
+
+    def _too_large(self, size: int | None) -> str:
+        what = f"{size} bytes" if size is not None else "more than that"
+        return f"Request body too large: {what} (max {self.max_body_bytes} bytes); send less"
+
+    # -- 2026-07-28: one self-contained request ------------------------------------------------------------------
+
+    async def _modern(self, scope: Any, send: Any, headers: Headers, message: Any, sse: bool) -> None:
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or not isinstance(
+                message.get("method"), str):
+            await send_json(send, 400, rpc_error(types.INVALID_REQUEST, "Body must be a single JSON-RPC request or "
+                                                 "notification object"), sse=sse)
+            return
+        if "id" not in message:  # a notification: acknowledged and dropped (no server state to act on)
+            rejection = unsupported_protocol_version_rejection(headers.get("mcp-protocol-version", ""))
+            if rejection is not None:
+                await self._reject(send, rejection, None, sse)
+            else:
+                await send_empty(send, 202)
+            return
+        rid, params = message["id"], message.get("params")
+        if not _valid_id(rid) or (params is not None and not isinstance(params, dict)):
+            await send_json(send, 400, rpc_error(types.INVALID_REQUEST, "Body must be a single JSON-RPC request or "
+                                                 "notification object"), sse=sse)
+            return
+        duplicated = find_duplicated_routing_header(
+            (k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"])
+        if duplicated is not None:
+            await self._reject(send, InboundLadderRejection(code=types.HEADER_MISMATCH,
+                                                            message=f"{duplicated} header appears more than once"),
+                               rid, sse)
+            return
+        verdict = classify_inbound_request(message, headers=headers)
+        if isinstance(verdict, InboundLadderRejection):
+            await self._reject(send, verdict, rid, sse)
+            return
+        method = message["method"]
+        if method == "tools/call" and isinstance(params, dict):
+            rejection = self._param_header_rejection(params, headers)
+            if rejection is not None:
+                await self._reject(send, rejection, rid, sse)
+                return
+        connection = Connection.from_envelope(verdict.protocol_version, verdict.client_info,
+                                              verdict.client_capabilities)
+        try:
+            result = await serve_one(self.server, self._exchange(scope, headers, rid, params), method, params,
+                                     connection=connection, lifespan_state=self._lifespan_state)
+        except Exception as exc:
+            error = modern_error_data(exc)
+            await send_json(send, ERROR_CODE_HTTP_STATUS.get(error.code, 200), _error_body(rid, error), sse=sse)
+            return
+        await send_json(send, 200, {"jsonrpc": "2.0", "id": rid, "result": result}, sse=sse)
+
+    def _param_header_rejection(self, params: dict[str, Any], headers: Headers) -> InboundLadderRejection | None:
+        """`Mcp-Param-*` headers checked against the tool's schema (only a server with `get_tool_input_schema`)."""
+        lookup = getattr(self.server, "get_tool_input_schema", None)
+        arguments = params.get("arguments")
+        name = params.get("name")
+        if lookup is None or not isinstance(name, str) or (arguments is not None and not isinstance(arguments, dict)):
+            return None
+        if not arguments and not any(k.startswith("mcp-param-") for k in headers):
+            return None
+        try:
+            schema = lookup(name)
+        except Exception:
+            logger.exception("Mcp-Param header validation skipped: get_tool_input_schema raised")
+            return None
+        return None if schema is None else validate_mcp_param_headers(schema, arguments or {}, headers)
+
+    async def _reject(self, send: Any, rejection: InboundLadderRejection, rid: Any, sse: bool) -> None:
+        await send_json(send, ERROR_CODE_HTTP_STATUS.get(rejection.code, 400),
+                        rpc_error(rejection.code, rejection.message, rid, rejection.data), sse=sse)
+
+    def _exchange(self, scope: Any, headers: Headers, rid: Any, params: Any) -> _Exchange:
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        return _Exchange(transport=TransportContext(kind="streamable-http", can_send_request=False, headers=headers),
+                         request_id=rid, message_metadata=ServerMessageMetadata(request_context=Request(scope)),
+                         progress_token=token if _valid_id(token) else None)
+
+    # -- 2025-11-25 and earlier: sessions ------------------------------------------------------------------------
+
+    async def _legacy(self, scope: Any, send: Any, headers: Headers, message: Any, sse: bool) -> None:
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            text = "JSON-RPC batches are not supported; send one message per POST" if isinstance(message, list) \
+                else "Body must be one JSON-RPC 2.0 message object"
+            await send_json(send, 400, rpc_error(types.INVALID_REQUEST, text), sse=sse)
+            return
+        method, rid, params = message.get("method"), message.get("id"), message.get("params")
+        is_request = isinstance(method, str) and "id" in message
+        malformed = (method is not None and not isinstance(method, str)) or (
+            params is not None and not isinstance(params, dict))
+        if malformed or (is_request and not _valid_id(rid)) or (method is None and "id" not in message):
+            await send_json(send, 400, rpc_error(types.INVALID_REQUEST, "Body must be one JSON-RPC 2.0 message "
+                                                 "object (method a string, params an object, id a string or "
+                                                 "integer)"), sse=sse)
+            return
+        session_id = headers.get("mcp-session-id")
+        if method == "initialize" and is_request and session_id is None:
+            await self._initialize(scope, send, headers, rid, params, sse)
+            return
+        if session_id is None:
+            await send_json(send, 400, rpc_error(types.INVALID_REQUEST, "Bad Request: Missing session ID: send "
+                                                 "initialize first, then its Mcp-Session-Id on every request"),
+                            sse=sse)
+            return
+        session = self.sessions.get(session_id)
+        if session is None:
+            await send_json(send, 404, rpc_error(types.INVALID_REQUEST, "Session not found: it ended or expired; "
+                                                 "initialize a new one"), sse=sse)
+            return
+        session.last_used = time.monotonic()
+        reply_headers = [(SESSION_HEADER, session_id.encode())]
+        if not is_request:  # a notification or a response to a request we never send
+            if method == "notifications/cancelled":
+                target = session.in_flight.get((params or {}).get("requestId"))
+                if target is not None:
+                    target.cancel()
+            elif isinstance(method, str):
+                await session.runner.on_notify(self._exchange(scope, headers, None, params), method, params)
+            await send_empty(send, 202, reply_headers)
+            return
+        if method == "initialize":  # re-initializing an open session is not a thing
+            await send_json(send, 400, rpc_error(types.INVALID_REQUEST, "this session is already initialized; "
+                                                 "initialize without Mcp-Session-Id to open another", rid),
+                            reply_headers, sse)
+            return
+        with anyio.CancelScope() as cancel:
+            session.in_flight[rid] = cancel
+            try:
+                result = await session.runner.on_request(self._exchange(scope, headers, rid, params), str(method),
+                                                         params)
+                body: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "result": result}
+            except Exception as exc:
+                body = _error_body(rid, modern_error_data(exc))
+            finally:
+                session.in_flight.pop(rid, None)
+                session.last_used = time.monotonic()
+        if cancel.cancelled_caught:  # the client cancelled it: the spec says send no response; end the POST empty
+            await send_empty(send, 202, reply_headers)
+            return
+        await send_json(send, 200, body, reply_headers, sse)
+
+    async def _initialize(self, scope: Any, send: Any, headers: Headers, rid: Any, params: Any, sse: bool) -> None:
+        await self._sweep()
+        if len(self.sessions) >= self.max_sessions:
+            await send_json(send, 503, rpc_error(types.INTERNAL_ERROR, f"Too many open sessions ({self.max_sessions});"
+                                                 " end finished sessions (DELETE) or retry later", rid), sse=sse)
+            return
+        session_id = secrets.token_hex(16)
+        connection = Connection.for_loop(_NoBackChannel(), session_id=session_id)
+        runner: ServerRunner[Any] = ServerRunner(self.server, connection, self._lifespan_state)
+        try:
+            result = await runner.on_request(self._exchange(scope, headers, rid, params), "initialize", params)
+        except Exception as exc:
+            await send_json(send, 200, _error_body(rid, modern_error_data(exc)), sse=sse)
+            return
+        self.sessions[session_id] = _Session(session_id, runner)
+        await send_json(send, 200, {"jsonrpc": "2.0", "id": rid, "result": result},
+                        [(SESSION_HEADER, session_id.encode())], sse)
+
+    async def _delete(self, send: Any, headers: Headers) -> None:
+        session_id = headers.get("mcp-session-id")
+        if session_id is None:
+            await send_json(send, 400, rpc_error(types.INVALID_REQUEST, "Bad Request: Missing session ID"))
+        elif session_id not in self.sessions:
+            await send_json(send, 404, rpc_error(types.INVALID_REQUEST, "Session not found"))
+        else:
+            await self._end(session_id)
+            await send_empty(send, 200)
+
+    async def _end(self, session_id: str) -> None:
+        session = self.sessions.pop(session_id, None)
+        if session is None:
+            return
+        for scope in session.in_flight.values():
+            scope.cancel()
+        await aclose_shielded(session.runner.connection)
+        if self.on_session_end is not None:
+            try:
+                result = self.on_session_end(session_id)
+                if hasattr(result, "__await__"):
+                    await result
+            except Exception:  # a failed cleanup is logged; the episode TTL still holds
+                logger.exception("freeing session %s failed", session_id[:16])
+
+    async def _sweep(self) -> None:
+        """End sessions idle past `session_idle_s` (checked at most every few seconds, when one opens)."""
+        now = time.monotonic()
+        if now - self._last_sweep < min(5.0, self.session_idle_s / 2):
+            return
+        self._last_sweep = now
+        for sid in [sid for sid, s in self.sessions.items()
+                    if not s.in_flight and now - s.last_used > self.session_idle_s]:
+            await self._end(sid)
+
+
+def _allowed(value: str, patterns: list[str]) -> bool:
+    """The SDK's match: exact, or `base:*` for any port."""
+    return value in patterns or any(p.endswith(":*") and value.startswith(p[:-1]) for p in patterns)
