@@ -303,7 +303,7 @@ def test_no_reward_scores_an_infra_error_and_no_consumer_keeps_one(tmp_path: Pat
     legacy = infra("server_error", reward=-1.0)  # what runners before infra_error wrote for an outage
     for t in (infra(), legacy):
         assert t.is_infra and t.infra_reason == "connection lost"
-        with pytest.raises(InfraErrorNotScored, match="infrastructure error"):
+        with pytest.raises(InfraErrorNotScored, match="no reward"):
             anyio.run(verifier_reward, t)
         with pytest.raises(InfraErrorNotScored):
             anyio.run(JudgeReward(ChatClient(base_url="http://127.0.0.1:1/v1"), {}), t)

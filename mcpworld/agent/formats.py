@@ -16,6 +16,7 @@ from typing import Any
 
 import mcp_types as types
 
+from mcpworld.core.llm import ChatClient
 from mcpworld.core.models import ToolCall
 
 TOOL_CALL_RE = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
@@ -30,6 +31,7 @@ class Action:
     final: str | None = None
     error: str | None = None
     local: str | None = None  # an action the format answers itself, no server call (AWM's list_tools)
+    truncated: bool = False  # cut off by the reply's token cap (finish_reason "length"): not a format error
 
 
 def openai_tools(tools: list[types.Tool]) -> list[dict[str, Any]]:
@@ -194,6 +196,32 @@ class AWMFormat(TextFormat):
 
 
 FORMATS: dict[str, type[Format]] = {f.name: f for f in (NativeFormat, TextFormat, AWMFormat)}
+
+
+class NativeToolsUnsupported(RuntimeError):
+    """The model endpoint drops the API's `tools`: the native format would silently play with no tools."""
+
+
+PROBE_TOOL = types.Tool(name="get_weather", description="The weather in a city.",
+                        input_schema={"type": "object", "properties": {"city": {"type": "string"}},
+                                      "required": ["city"]})
+
+
+async def check_native_tools(client: ChatClient) -> None:
+    """Raise `NativeToolsUnsupported` when `client`'s endpoint ignores `tools` (llama-cpp-python's server with
+    its default chat handler does): the same one-token request, with and without a tool, must cost more
+    prompt tokens with it. An endpoint that reports no usage cannot be told apart and passes."""
+    probe = [{"role": "user", "content": "Say ok."}]
+    bare = await client.complete(probe, max_tokens=1)
+    tooled = await client.complete(probe, tools=openai_tools([PROBE_TOOL]), max_tokens=1)
+    without, with_tools = bare.usage.get("prompt_tokens"), tooled.usage.get("prompt_tokens")
+    if isinstance(without, int) and isinstance(with_tools, int) and with_tools <= without:
+        raise NativeToolsUnsupported(
+            f"{client.base_url} ignores the `tools` parameter (prompt tokens {without} without a tool, {with_tools} "
+            "with one), so --format native would play every episode with no tools. Use --format text or "
+            "--format awm (tools described in the prompt), or serve the model with a tool-calling chat handler "
+            "(llama-cpp-python: --chat_format chatml-function-calling; vLLM: --enable-auto-tool-choice "
+            "--tool-call-parser ...).")
 
 
 def get_format(name: str) -> Format:

@@ -9,6 +9,7 @@ import random
 from pathlib import Path
 from typing import Any, Protocol
 
+import anyio
 import mcp_types as types
 
 from mcpworld.agent.formats import Action, Format, NativeFormat, get_format
@@ -48,7 +49,9 @@ class OpenAIPolicy:
         message = {"role": "assistant", "content": completion.message.get("content")}
         if completion.message.get("tool_calls"):
             message["tool_calls"] = completion.message["tool_calls"]
-        return self.format.parse(message, messages)
+        action = self.format.parse(message, messages)
+        action.truncated = completion.finish_reason == "length" and action.error is not None  # cut mid-call
+        return action
 
 
 class OraclePolicy:
@@ -65,10 +68,15 @@ class OraclePolicy:
         self.format = format or NativeFormat()
         self.token = token
         self.references: dict[str, TaskInfo] = {}
+        self._fetching = anyio.Lock()  # one oracle may serve many workers: they share one fetch
 
     async def begin(self, ctl: EpisodeControl, server: str, task: TaskInfo) -> None:
-        """Fetch the references of `server`'s tasks (once per task id)."""
-        if task.id not in self.references:
+        """Fetch the references of `server`'s tasks (once per task id, however many episodes ask at once)."""
+        if task.id in self.references:
+            return
+        async with self._fetching:
+            if task.id in self.references:
+                return
             token = self.token or registry_token(None)[0]
             for info in (await ctl.tasks(token=token)).tasks:
                 if info.solution or info.answer:
@@ -123,7 +131,7 @@ class ReplayPolicy:
         for _, record in read_jsonl(path, stacklevel=3):
             if not isinstance(record.get("task"), str) or record.get("termination") in INFRA_TERMINATIONS:
                 continue
-            messages = record.get("messages") if isinstance(record.get("messages"), list) else []
+            messages = record["messages"] if isinstance(record.get("messages"), list) else []
             self.turns.setdefault(record["task"],
                                   [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"])
 

@@ -1,12 +1,14 @@
-"""Many episodes at once: tasks x samples over a bounded number of connections, written as they finish.
+"""Many episodes at once: tasks x samples by a bounded number of workers over one shared connection, written as
+they finish.
 
 An episode lost to the infrastructure (the server died, the connection broke, a request timed out) is not the
-agent's: it is retried with backoff on a fresh connection and a fresh episode, and if every try fails it is
-written as `infra_error` with no reward, counted in `Summary.lost`, and played again by `resume`.
+agent's: it is retried with backoff on a fresh episode (reconnecting when the connection broke), and if every
+try fails it is written as `infra_error` with no reward, counted in `Summary.lost`, and played again by `resume`.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
 from collections.abc import Callable
@@ -16,12 +18,12 @@ from typing import Any
 
 import anyio
 
+from mcpworld.agent.episodes import EpisodeClient
 from mcpworld.agent.loop import EpisodeConfig, infra_error_text, run_episode
 from mcpworld.agent.policies import Policy
 from mcpworld.agent.trajectory import Termination, Trajectory, TrajectoryWriter, read_trajectories
 from mcpworld.core.models import TaskInfo
-from mcpworld.core.protocol import EpisodeControl
-from mcpworld.registry.connect import connect, full_name
+from mcpworld.registry.connect import full_name
 
 
 @dataclass
@@ -89,16 +91,17 @@ def summarize(trajectories: list[Trajectory], skipped: int = 0) -> Summary:
 
 
 async def list_tasks(server: str, registry: str | None = None, split: str | None = None) -> list[TaskInfo]:
-    async with connect(server, registry=registry) as client:
-        return (await EpisodeControl(client).tasks(split)).tasks
+    async with EpisodeClient(server, registry=registry) as client:
+        return await client.tasks(split)
 
 
 async def run(spec: RunSpec, make_policy: Callable[[int], Policy],
               on_done: Callable[[Trajectory], Any] | None = None) -> tuple[list[Trajectory], Summary]:
     """Run every (task, sample) not already done in the output; a dead server loses episodes, never the run.
 
-    With `resume`, a (task, sample) is done when the output has a trajectory for it that is not an infra
-    error: episodes lost to the infrastructure are played again.
+    Every worker plays its episodes over one shared `EpisodeClient` (one connection pool, no handshake per
+    episode). With `resume`, a (task, sample) is done when the output has a trajectory for it that is not an
+    infra error: episodes lost to the infrastructure are played again.
     """
     name = spec.server if spec.server.startswith("http") else full_name(spec.server)
     done = {t.key for t in read_trajectories(spec.output) if not t.is_infra} \
@@ -121,58 +124,36 @@ async def run(spec: RunSpec, make_policy: Callable[[int], Policy],
         if on_done is not None:
             on_done(traj)
 
-    async def worker(index: int) -> None:
+    async def play(client: EpisodeClient, job: tuple[TaskInfo, int], policy: Policy) -> None:
+        """One job to its end: played, or retried on a fresh episode until it is not lost or gives up."""
         nonlocal down
+        task, sample = job
+        for attempt in itertools.count(1):
+            try:
+                ctl = await client.control()
+                traj = await run_episode(ctl, name, task, policy, spec.config, sample=sample, seed=spec.seed + sample)
+            except Exception as exc:  # could not connect: not the agent's doing
+                traj = _failed(spec, name, job, policy, exc)
+            traj.attempts = attempt
+            if not traj.is_infra:
+                down = False
+                return record(traj)
+            if attempt > (0 if down else spec.retries):
+                down = True
+                traj.error = f"{traj.error} (gave up after {attempt} attempt{'s' if attempt > 1 else ''})"
+                return record(traj)
+            await anyio.sleep(spec.backoff(attempt))
+
+    async def worker(client: EpisodeClient, index: int) -> None:
         policy = make_policy(index)
         async with receive.clone() as queue:
-            pending: tuple[TaskInfo, int] | None = None
-            attempts = 0
-            while True:
-                if pending is None:
-                    try:
-                        pending, attempts = await queue.receive(), 0
-                    except anyio.EndOfStream:
-                        return
-                attempts += 1
-                lost: Trajectory | None = None
-                try:
-                    # The connection wraps a run of episodes lexically: if the transport dies, the SDK cancels
-                    # this scope, we land after it with the interrupted job still pending, and reconnect.
-                    async with connect(spec.server, registry=spec.registry, timeout=spec.config.turn_timeout_s) as c:
-                        ctl = EpisodeControl(c, spec.config.turn_timeout_s)
-                        while pending is not None:
-                            task, sample = pending
-                            traj = await run_episode(ctl, name, task, policy, spec.config, sample=sample,
-                                                     seed=spec.seed + sample)
-                            if traj.is_infra:  # not the agent's doing: drop this connection and try again
-                                lost = traj
-                                break
-                            traj.attempts, down = attempts, False
-                            record(traj)
-                            try:
-                                pending, attempts = queue.receive_nowait(), 1
-                            except anyio.WouldBlock:
-                                pending = None
-                            except anyio.EndOfStream:
-                                return
-                except Exception as exc:  # could not connect, or the connection died under the episode
-                    if pending is not None and lost is None:
-                        lost = _failed(spec, name, pending, policy, exc)
-                if pending is None:
-                    continue
-                if lost is None:  # the scope was cancelled under the episode without an error of its own
-                    lost = _failed(spec, name, pending, policy, ConnectionError("connection lost mid-episode"))
-                if attempts > (0 if down else spec.retries):
-                    lost.attempts, down = attempts, True
-                    lost.error = f"{lost.error} (gave up after {attempts} attempt{'s' if attempts > 1 else ''})"
-                    record(lost)
-                    pending = None
-                else:
-                    await anyio.sleep(spec.backoff(attempts))
+            async for job in queue:
+                await play(client, job, policy)
 
-    async with anyio.create_task_group() as tg:
-        for i in range(max(1, min(spec.concurrency, len(jobs)))):
-            tg.start_soon(worker, i)
+    async with EpisodeClient(spec.server, registry=spec.registry, timeout=spec.config.turn_timeout_s) as client:
+        async with anyio.create_task_group() as tg:
+            for i in range(max(1, min(spec.concurrency, len(jobs)))):
+                tg.start_soon(worker, client, i)
     receive.close()
     return results, summarize(results, skipped=len(done))
 

@@ -14,10 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
 from mcpworld.core.paths import user_worlds_dir
-from mcpworld.registry.connect import registry_url
 from mcpworld.registry.records import local_record
 from mcpworld.worlds.world import World
 
@@ -114,25 +111,23 @@ def register_record(name: str, title: str, description: str, version: str, tags:
     when it next starts and serves it.
     """
     from mcpworld.core.paths import registry_token
+    from mcpworld.registry.client import RegistryClient, RegistryError
 
-    base = (registry or registry_url()).rstrip("/")
-    try:
-        httpx.get(f"{base}/healthz", timeout=timeout).raise_for_status()
-    except httpx.HTTPError as exc:
-        return Registration(False, f"registry at {base} is not reachable ({type(exc).__name__}); the world is "
-                                   "installed and `mcpworld up` will register it when it starts")
+    token, _ = registry_token(None)
     record = local_record(name, description, "world", title=title, version=version,
                           stdio_args=["serve", "world", name, "--stdio"],
                           facts={"tags": tags, "tools": tools, "tasks": tasks, "source": source})
-    token, _ = registry_token(None)
-    try:
-        response = httpx.post(f"{base}/v0/publish", json=record, timeout=timeout,
-                              headers={"Authorization": f"Bearer {token}"})
-    except httpx.HTTPError as exc:
-        return Registration(False, f"registry at {base} failed: {type(exc).__name__}: {exc}")
-    if response.status_code == 409:
-        return Registration(True, f"io.mcpworld/{name} {version} was already registered at {base}")
-    if response.status_code >= 400:
-        return Registration(False, f"registry at {base} refused the record: HTTP {response.status_code}: "
-                                   f"{response.text[:300]}")
+    with RegistryClient(registry, timeout=timeout, token=token) as client:
+        base = client.base
+        try:
+            client.request("GET", "/healthz")
+        except RegistryError as exc:
+            return Registration(False, f"registry at {base} is not reachable ({exc.status or 'no answer'}); the world "
+                                       "is installed and `mcpworld up` will register it when it starts")
+        try:
+            client.request("POST", "/v0/publish", json=record)
+        except RegistryError as exc:
+            if exc.status == 409:
+                return Registration(True, f"io.mcpworld/{name} {version} was already registered at {base}")
+            return Registration(False, f"registry at {base} refused the record: {exc}")
     return Registration(True, f"registered io.mcpworld/{name} at {base}")
