@@ -114,6 +114,16 @@ def test_ctrl_c_stops_cleanly(up: dict) -> None:
         httpx.get(up["base"] + "/healthz", timeout=2)
 
 
+def test_sigterm_stops_cleanly_and_clients_stop_finding_it(tmp_path: Path) -> None:
+    port = free_port()
+    env = {**os.environ, "MCPWORLD_HOME": str(tmp_path)}
+    proc = _start_up(env, port)
+    assert json.loads((tmp_path / "up.json").read_text())["pid"] == proc.pid
+    proc.send_signal(signal.SIGTERM)  # what systemd, docker stop and `kill` send
+    proc.wait(timeout=30)
+    assert not (tmp_path / "up.json").exists()
+
+
 def _start_up(env: dict, port: int, *args: str) -> subprocess.Popen:
     proc = subprocess.Popen(mcpworld_cmd("up", "--port", str(port), "--only", "airline", "--no-swe", *args), env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

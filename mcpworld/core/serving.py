@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import re
+import signal
 import socket
 import sys
 import threading
@@ -117,6 +118,13 @@ def config(app: Any, log_level: str = "warning", **options: Any) -> Any:
                           **options)
 
 
+def _exit_cleanly_on_sigterm() -> None:
+    """uvicorn re-raises SIGTERM once it has shut down; under Python's default handler that kills the process
+    before any `finally` runs (`up` would leave its up.json behind). Exit through the `finally` blocks instead."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+
+
 def serve(build: Callable[[], Any], host: str, port: int, workers: int = 1, log_level: str = "warning") -> None:
     """Serve the ASGI app `build()` makes on host:port: in this process, or as `workers` processes (this one then
     supervises: it re-runs this same command line in each worker, restarts a worker that dies, stops them all on
@@ -126,6 +134,7 @@ def serve(build: Callable[[], Any], host: str, port: int, workers: int = 1, log_
     from mcpworld.core.workers import Supervisor, WorkerRouter, current
 
     worker = current()
+    _exit_cleanly_on_sigterm()
     if worker is None and workers <= 1:
         with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises Ctrl-C once it has shut down cleanly
             uvicorn.Server(config(build(), log_level)).run(sockets=[listening_socket(host, port)])
