@@ -1,6 +1,7 @@
 """What the Servers screen shows: every latest record from a registry's /v0 API, flattened for a table.
 
-Sync httpx on purpose: the screen calls it from a thread worker, so the event loop never waits on it.
+Synchronous on purpose (`RegistryClient`): the screen calls it from a thread worker, so the event loop never
+waits on it.
 """
 
 from __future__ import annotations
@@ -8,9 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
-from mcpworld.registry.records import NAMESPACE, mcpworld_meta
+from mcpworld.registry.records import NAMESPACE, health_of, mcpworld_meta
 from mcpworld.tui.errors import UserError
 
 
@@ -68,7 +67,7 @@ class ServerEntry:
 def entry_from(item: dict[str, Any]) -> ServerEntry:
     doc = item.get("server", item)
     meta = mcpworld_meta(doc)
-    health = meta.get("health") or {}
+    health = health_of(item) if "server" in item else {}  # the registry's fact, in the response's `_meta`
     official = (item.get("_meta") or {}).get("io.modelcontextprotocol.registry/official") or {}
     return ServerEntry(
         name=doc.get("name", "?"), title=doc.get("title") or "", description=doc.get("description", ""),
@@ -81,27 +80,11 @@ def entry_from(item: dict[str, Any]) -> ServerEntry:
 
 def fetch_servers(registry: str, timeout: float = 10.0, page_size: int = 100) -> list[ServerEntry]:
     """Every latest server in the registry, following `metadata.nextCursor` to the last page."""
-    base = registry.rstrip("/")
-    entries: list[ServerEntry] = []
-    cursor: str | None = None
+    from mcpworld.registry.client import RegistryClient
+    from mcpworld.registry.client import RegistryError as ClientError
+
     try:
-        with httpx.Client(timeout=timeout) as http:
-            for _ in range(1000):  # a cursor loop must end even if a registry misbehaves
-                params: dict[str, Any] = {"version": "latest", "limit": page_size}
-                if cursor:
-                    params["cursor"] = cursor
-                response = http.get(f"{base}/v0/servers", params=params)
-                if response.status_code != 200:
-                    raise RegistryError(f"registry at {base} answered {response.status_code}: "
-                                        f"{response.text[:200]}")
-                body = response.json()
-                entries += [entry_from(item) for item in body.get("servers", [])]
-                cursor = (body.get("metadata") or {}).get("nextCursor")
-                if not cursor:
-                    break
-    except httpx.HTTPError as exc:
-        raise RegistryError(f"registry at {base} is unreachable ({type(exc).__name__}); start it with "
-                            "`mcpworld up` or pass --registry") from None
-    except ValueError:
-        raise RegistryError(f"registry at {base} did not answer with JSON; is it an mcpworld registry?") from None
-    return entries
+        with RegistryClient(registry, timeout=timeout) as client:
+            return [entry_from(item) for item in client.servers(page_size=page_size)]
+    except ClientError as exc:
+        raise RegistryError(str(exc)) from None

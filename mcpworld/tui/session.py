@@ -2,7 +2,8 @@
 
 anyio cancel scopes must be exited by the task that entered them, so `ServerSession.run()` enters
 `connect(...)`, serves requests from an asyncio.Queue, and leaves the connection itself. Every other part of
-the UI only enqueues work (`await session.call_tool(...)`) and awaits the future.
+the UI only enqueues work (`await session.call_tool(...)`) and awaits the future. The transport is tapped
+(`mcpworld.tui.wire.tap`), so `session.log` is the JSON-RPC traffic as it crossed the wire.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from mcpworld.core import protocol as p
 from mcpworld.core.models import TaskInfo
 from mcpworld.registry.connect import connect
 from mcpworld.tui.errors import UserError, error_text
-from mcpworld.tui.rpclog import LoggedClient, RpcEntry, RpcLog, to_jsonable
+from mcpworld.tui.rpclog import RpcLog, mcp_json
+from mcpworld.tui.wire import tap
 
 T = TypeVar("T")
 
@@ -26,7 +28,15 @@ class SessionClosed(UserError, ConnectionError):
     """The connection is gone (or never came up); the message says why."""
 
 
-Job = tuple[Callable[[LoggedClient], Awaitable[Any]], asyncio.Future]
+class Api:
+    """What a queued job gets: the entered client and its episode control plane (the session's task only)."""
+
+    def __init__(self, client: Any, timeout_s: float | None):
+        self.client = client
+        self.ctl = p.EpisodeControl(client, timeout_s)
+
+
+Job = tuple[Callable[[Api], Awaitable[Any]], asyncio.Future]
 
 
 class ServerSession:
@@ -59,8 +69,9 @@ class ServerSession:
     async def run(self) -> None:
         """Open the connection, serve queued jobs until `close()`, then close the episode and the connection."""
         try:
-            async with connect(self.target, registry=self.registry, timeout=self.timeout_s) as client:
-                api = LoggedClient(client, self.log, self.timeout_s)
+            async with connect(self.target, registry=self.registry, timeout=self.timeout_s,
+                               wrap=lambda transport: tap(transport, self.log.record)) as client:
+                api = Api(client, self.timeout_s)
                 self._record_connect(client)
                 self.connected.set()
                 while (job := await self.queue.get()) is not None:
@@ -76,7 +87,7 @@ class ServerSession:
                     self._current = None
                 if self.episode is not None:
                     try:
-                        await asyncio.wait_for(api.close(self.episode), 5)
+                        await asyncio.wait_for(api.ctl.close(self.episode), 5)
                     except Exception:
                         pass
                     self.episode = None
@@ -91,12 +102,9 @@ class ServerSession:
 
     def _record_connect(self, client: Any) -> None:
         info = client.server_info
-        self.server_info = to_jsonable(info) if info is not None else {}
-        caps = self.capabilities = to_jsonable(client.server_capabilities)
+        self.server_info = mcp_json(info) if info is not None else {}
+        caps = self.capabilities = mcp_json(client.server_capabilities)
         self.is_world = p.EXTENSION_ID in (caps.get("extensions") or {})
-        self.log.add(RpcEntry(id=0, method="connect", params={"target": self.label},
-                              result={"protocolVersion": client.protocol_version, "serverInfo": self.server_info,
-                                      "capabilities": caps}))
 
     def _fail_pending(self) -> None:
         error = SessionClosed(self.error or "the connection is closed")
@@ -114,7 +122,7 @@ class ServerSession:
         if self.error is not None or self.finished.is_set():
             raise SessionClosed(self.error or "the connection is closed")
 
-    async def submit(self, fn: Callable[[LoggedClient], Awaitable[T]]) -> T:
+    async def submit(self, fn: Callable[[Api], Awaitable[T]]) -> T:
         """Run `fn` on the session's task with its client and return its result (or raise its error)."""
         if self.finished.is_set():
             raise SessionClosed(self.error or "the connection is closed")
@@ -138,31 +146,42 @@ class ServerSession:
     # -- conveniences the screens use ------------------------------------------------------------------
 
     async def list_tools(self) -> list[types.Tool]:
-        return await self.submit(lambda api: api.list_tools())
+        async def every_page(api: Api) -> list[types.Tool]:
+            tools: list[types.Tool] = []
+            cursor: str | None = None
+            while True:
+                page = await api.client.list_tools(cursor=cursor, cache_mode="bypass")
+                tools += page.tools
+                if not (cursor := page.next_cursor):
+                    return tools
+
+        return await self.submit(every_page)
 
     async def list_prompts(self) -> list[types.Prompt]:
-        return await self.submit(lambda api: api.list_prompts())
+        return (await self.submit(lambda api: api.client.list_prompts(cache_mode="bypass"))).prompts
 
     async def list_resources(self) -> list[types.Resource]:
-        return await self.submit(lambda api: api.list_resources())
+        return (await self.submit(lambda api: api.client.list_resources(cache_mode="bypass"))).resources
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
-        return await self.submit(lambda api: api.read_resource(uri))
+        return await self.submit(lambda api: api.client.read_resource(uri))
 
     async def tasks(self) -> list[TaskInfo]:
-        return await self.submit(lambda api: api.tasks())
+        return (await self.submit(lambda api: api.ctl.tasks())).tasks
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         episode = self.episode if self.is_world else None
-        return await self.submit(lambda api: api.call_tool(name, arguments, episode))
+        if episode is None:
+            return await self.submit(lambda api: api.client.call_tool(name, arguments))
+        return await self.submit(lambda api: api.ctl.call(episode, name, arguments))
 
     async def start(self, task: str | None, seed: int = 0) -> p.StartResult:
         """Start an episode (closing the previous one) and make it the live one."""
-        async def go(api: LoggedClient) -> p.StartResult:
-            started = await api.start(task, seed)
+        async def go(api: Api) -> p.StartResult:
+            started = await api.ctl.start(task, seed)
             if self.episode is not None and self.episode != started.episode:
                 try:
-                    await api.close(self.episode)
+                    await api.ctl.close(self.episode)
                 except Exception:
                     pass
             self.episode, self.task, self.instruction = started.episode, started.task, started.instruction
@@ -172,11 +191,11 @@ class ServerSession:
 
     async def verify(self, answer: str | None = None) -> p.VerifyResult:
         episode = self._live()
-        return await self.submit(lambda api: api.verify(episode, answer))
+        return await self.submit(lambda api: api.ctl.verify(episode, answer))
 
     async def state(self, table: str | None = None, limit: int = 100) -> p.StateResult:
         episode = self._live()
-        return await self.submit(lambda api: api.state(episode, table, limit))
+        return await self.submit(lambda api: api.ctl.state(episode, table, limit))
 
     def _live(self) -> str:
         if self.episode is None:

@@ -13,31 +13,41 @@ SECTIONS: list[tuple[str, str, list[tuple[str, str]]]] = [
     ("Everywhere", "", [
         ("F1  ?", "this page (Esc closes it)"),
         ("Ctrl+Q", "quit (open connections are closed first)"),
+        ("F2", "next open server (several stay open at once)"),
         ("Esc", "back to the previous screen"),
     ]),
     ("Servers", "", [
         ("/", "filter: words (name, description, kind, health, tags), or kind:world, health:down, tag:travel"),
-        ("↑ ↓  Enter", "pick a server, open it"),
+        ("↑ ↓  Enter", "pick a server, open it (● marks the open ones)"),
+        ("a", "add a server by its MCP URL (saved for next time)"),
+        ("x  Del", "delete the highlighted saved server"),
         ("r  F5", "refresh from the registry"),
         ("t", "trajectories: open a JSONL file"),
         ("n", "new rollout with the oracle or random policy"),
     ]),
-    ("Server", "Tabs: 1 Tools · 2 Tasks · 3 Resources · 4 State · 5 Console · 6 Log. A world opens with a "
-               "free-play episode, so tools and tables work at once; starting a task replaces it.", [
+    ("Server", "Tabs (Alt+digit): 1 Tools · 2 Tasks · 3 Resources · 4 State · 5 Console · 6 Log · 7 History. "
+               "A world opens with a free-play episode, so tools and tables work at once; starting a task "
+               "replaces it.", [
         ("Enter", "on a tool: open it in the console; on a task: start it; on a resource: read it"),
         ("Ctrl+N", "start the task picked in the console"),
         ("Ctrl+R", "call the picked tool in the live episode"),
-        ("Ctrl+T", "arguments: form ⇄ JSON (paste JSON there)"),
+        ("Ctrl+T", "arguments: form ⇄ JSON (paste a JSON object anywhere in the console)"),
+        ("Ctrl+O", "copy the shown result (or verdict) as JSON"),
         ("Ctrl+G", "verify the episode: verdict, checks, state diff"),
         ("F5", "reload (on the State tab: the episode's tables)"),
-        ("1 … 6", "switch tabs (Esc first when typing in a box)"),
-        ("Esc", "leave a text box; otherwise back (closes the episode and the connection)"),
+        ("Alt+1 … 7", "switch tabs (bare digits never do)"),
+        ("Esc", "leave a text box; otherwise back to the list (the server stays open)"),
+        ("Ctrl+W", "close the server: its episode and its connection"),
     ]),
-    ("Log", "", [
-        ("/", "search requests and responses"),
+    ("Log", "Every JSON-RPC message as it crossed the wire: → sent, ← received.", [
+        ("/", "search messages"),
         ("c", "copy the selected entry as JSON"),
         ("C", "copy every shown entry as JSON"),
         ("Ctrl+S", "save the shown entries to a .json file"),
+    ]),
+    ("History", "", [
+        ("Enter", "put the call back in the console to edit and call again"),
+        ("c", "copy the call as JSON"),
     ]),
     ("Trajectories", "", [
         ("o", "type a file path; Enter opens it"),
@@ -67,13 +77,6 @@ def help_text() -> Text:
 
 class HelpScreen(ModalScreen[None]):
     """A scrollable page of keys; any of Esc, q, F1 or ? closes it."""
-
-    DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll {
-        width: 76; height: 22; border: round $primary; background: $surface; padding: 0 1;
-    }
-    """
 
     BINDINGS = [
         Binding("escape,q,f1,question_mark", "close", "Close"),

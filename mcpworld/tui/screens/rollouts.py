@@ -1,7 +1,8 @@
 """Launch a rollout (tasks x samples with a scripted policy) through the agent runner and watch it finish.
 
 `mcpworld.agent.runner.run` is async and I/O-bound, so it runs in an async worker on the app's loop; its
-`on_done` callback updates the progress bar as each episode lands.
+`on_done` callback counts each episode as it lands. The counts are reactive; one computed line (`counts`)
+and its watcher show them, and `running` enables and disables the buttons.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Button, Footer, Header, Input, Label, ProgressBar, Select, Static
 
@@ -32,37 +34,29 @@ def policy_factory(name: str, seed: int = 0) -> Callable[[int], Policy]:
 class RolloutsScreen(ReportsWorkerErrors, Screen):
     """A one-line-per-field form, then a progress bar and live counts, then 'open trajectories'."""
 
-    DEFAULT_CSS = """
-    RolloutsScreen #rollout-form { height: auto; padding: 0 1; }
-    RolloutsScreen .row { height: 1; margin-bottom: 1; }
-    RolloutsScreen .row Label { width: 14; }
-    RolloutsScreen .row Input, RolloutsScreen .row Select { width: 1fr; }
-    RolloutsScreen #buttons { height: 1; margin: 0 1 1 1; }
-    RolloutsScreen #buttons Button { margin-right: 2; }
-    RolloutsScreen #progress { margin: 0 1; display: none; }
-    RolloutsScreen #counts { height: auto; padding: 0 1; }
-    RolloutsScreen #summary { height: 1fr; padding: 0 1; color: $text-muted; }
-    """
-
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("ctrl+r", "launch", "Run", priority=True),
         Binding("ctrl+o", "open_results", "Open trajectories", priority=True),
     ]
 
+    running: reactive[bool] = reactive(False, init=False)
+    finished: reactive[bool] = reactive(False, init=False)
+    done: reactive[int] = reactive(0, init=False)
+    total: reactive[int] = reactive(0, init=False)
+    passed: reactive[int] = reactive(0, init=False)
+    errors: reactive[int] = reactive(0, init=False)
+    status: reactive[str] = reactive("", init=False)
+    """What the counts line says while no run is counting (listing tasks, a failure)."""
+    counts: reactive[str] = reactive("Pick a world and a policy, then Run (Ctrl+R).", init=False)
+
     def __init__(self, registry: str, servers: list[ServerEntry] | None = None, output_dir: Path | None = None):
         super().__init__()
         self.registry = registry
         self.servers = servers or []
         self.output_dir = output_dir
-        self.running = False
-        self.done = 0
-        self.total = 0
-        self.passed = 0
-        self.errors = 0
         self.output: Path | None = None
         self.results: list[Trajectory] = []
-        self.finished = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -93,7 +87,7 @@ class RolloutsScreen(ReportsWorkerErrors, Screen):
             yield Button("Run", id="run", variant="primary", compact=True)
             yield Button("Open trajectories", id="open-results", compact=True, disabled=True)
         yield ProgressBar(id="progress", show_eta=False)
-        yield Static("Pick a world and a policy, then Run (Ctrl+R).", id="counts", markup=False)
+        yield Static(self.counts, id="counts", markup=False)
         yield Static("", id="summary", markup=False)
         yield Footer()
 
@@ -153,53 +147,57 @@ class RolloutsScreen(ReportsWorkerErrors, Screen):
                      split: str | None = None) -> None:
         from mcpworld.agent.runner import RunSpec, list_tasks, run
 
-        self.running, self.finished = True, False
-        self.done = self.passed = self.errors = 0
+        self.done = self.passed = self.errors = self.total = 0
         self.results, self.output = [], output
-        self.query_one("#run", Button).disabled = True
-        self.query_one("#open-results", Button).disabled = True
-        counts = self.query_one("#counts", Static)
-        counts.update(f"listing the tasks of {server}…")
+        self.finished, self.running = False, True
+        self.status = f"listing the tasks of {server}…"
         self.query_one("#summary", Static).update("")
         try:
             tasks = await list_tasks(server, self.registry, split)
             self.total = len(tasks) * samples
-            bar = self.query_one("#progress", ProgressBar)
-            bar.update(total=self.total, progress=0)
-            bar.display = True
-            self._show_counts()
+            self.status = ""
             spec = RunSpec(server=server, tasks=tasks, samples=samples, concurrency=concurrency, output=output,
                            registry=self.registry)
             _, summary = await run(spec, policy_factory(policy), on_done=self._on_done)
         except Exception as exc:
-            counts.update(f"rollout failed: {error_text(exc)}")
+            self.status = f"rollout failed: {error_text(exc)}"
             self.notify(f"rollout failed: {error_text(exc)}", severity="error", timeout=10)
             return
         finally:
             self.running = False
-            self.query_one("#run", Button).disabled = False
         self.finished = True
-        self.query_one("#progress", ProgressBar).update(total=max(self.total, 1), progress=self.total)
-        self._show_counts()
         self.query_one("#summary", Static).update(
             "  ".join(f"{k}: {v}" for k, v in summary.rows()) + f"\n→ {output}   (Ctrl+O opens it)")
-        self.query_one("#open-results", Button).disabled = False
         self.notify(f"Rollout finished: {summary.episodes} episodes, {summary.success_rate:.0%} passed.")
 
     def _on_done(self, traj: Trajectory) -> None:
         self.results.append(traj)
-        self.done += 1
         self.passed += bool(traj.verdict and traj.verdict.passed)
         self.errors += traj.is_infra
-        self.query_one("#progress", ProgressBar).advance(1)
-        self._show_counts()
+        self.done += 1
 
-    def _show_counts(self) -> None:
+    def compute_counts(self) -> str:
+        if self.status or not (self.running or self.finished):
+            return self.status or "Pick a world and a policy, then Run (Ctrl+R)."
         failed = self.done - self.passed - self.errors
         state = "done" if self.finished else "running"
-        self.query_one("#counts", Static).update(
-            f"{state}: {self.done}/{self.total} episodes · {self.passed} passed · {failed} failed · "
-            f"{self.errors} errors")
+        return (f"{state}: {self.done}/{self.total} episodes · {self.passed} passed · {failed} failed · "
+                f"{self.errors} errors")
+
+    def watch_counts(self, counts: str) -> None:
+        if not self.is_mounted:  # computed once before the widgets exist
+            return
+        self.query_one("#counts", Static).update(counts)
+        bar = self.query_one("#progress", ProgressBar)
+        if self.total:
+            bar.update(total=self.total, progress=self.done)
+            bar.display = True
+
+    def watch_running(self, running: bool) -> None:
+        self.query_one("#run", Button).disabled = running
+
+    def watch_finished(self, finished: bool) -> None:
+        self.query_one("#open-results", Button).disabled = not finished
 
     # -- after -------------------------------------------------------------------------------------------
 

@@ -1,10 +1,14 @@
-"""One server: its tools, tasks, resources, the live episode's tables, the tool console and the JSON-RPC log.
+"""One server: its tools, tasks, resources, the live episode's tables, the tool console, the JSON-RPC log and
+the call history.
 
-The screen owns one `ServerSession` (one connection) for its whole life and closes it when dismissed.
+The screen owns one `ServerSession` (one connection). The app installs it, so leaving it (Esc) keeps the
+connection for later; closing it (Ctrl+W) closes the episode and the connection. What the server offers is
+reactive state (`tools`, `tasks`, `prompts`, `resources`, `error`): the loader sets it, watchers draw it.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import mcp_types as types
@@ -13,6 +17,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, OptionList, Static, TabbedContent, TabPane, TextArea
 from textual.widgets.option_list import Option
@@ -21,46 +26,51 @@ from mcpworld.core.models import TaskInfo
 from mcpworld.tui.errors import ReportsWorkerErrors, error_text
 from mcpworld.tui.render import tool_detail
 from mcpworld.tui.session import ServerSession
+from mcpworld.tui.store import append_history, load_history
 from mcpworld.tui.widgets.console import ToolConsole
+from mcpworld.tui.widgets.history import CallHistory
 from mcpworld.tui.widgets.rpc_log import RpcLogView
 from mcpworld.tui.widgets.state import StateBrowser
 
-TABS = ["tools", "tasks", "resources", "state", "console", "log"]
+TABS = ["tools", "tasks", "resources", "state", "console", "log", "history"]
+# Most terminals send Alt+digit as ESC+digit, which Textual reads as the character Option+digit types on a Mac
+# (Alt+5 arrives as "∞"): both spellings switch tabs. Those characters typed in a text box stay in the box.
+ALT_DIGIT_AS_TYPED = ["inverted_exclamation_mark", "trade_mark_sign", "pound_sign", "cent_sign", "infinity",
+                      "section_sign", "pilcrow_sign"]
 FOCUS = {"tools": "#tools-list", "tasks": "#tasks-table", "resources": "#resources-list", "state": "#state-tables",
-         "console": "#tool-select", "log": "#log-table"}
+         "console": "#tool-select", "log": "#log-table", "history": "#history-table"}
 
 
 class ServerScreen(ReportsWorkerErrors, Screen):
     """Tabs over one live connection; the console and the state browser share its episode."""
 
-    DEFAULT_CSS = """
-    ServerScreen #server-error { display: none; color: $error; height: auto; padding: 0 1; }
-    ServerScreen .split { height: 1fr; }
-    ServerScreen .side { width: 30; height: 1fr; }
-    ServerScreen .detail { width: 1fr; height: 1fr; padding: 0 1; }
-    ServerScreen #tasks-table { height: 1fr; }
-    ServerScreen TabPane { padding: 0; }
-    """
-
     BINDINGS = [
         Binding("escape", "back", "Back"),
+        Binding("ctrl+w", "close_server", "Close server"),
         Binding("ctrl+r", "call", "Call", priority=True),
         Binding("ctrl+n", "start_task", "Start task", priority=True),
         Binding("ctrl+g", "verify", "Verify", priority=True),
         Binding("ctrl+t", "toggle_args", "Form/JSON", priority=True),
+        Binding("ctrl+o", "copy_result", "Copy result", priority=True),
         Binding("f5", "reload", "Reload"),
-        *[Binding(str(i + 1), f"tab('{tab}')", tab.title(), show=False) for i, tab in enumerate(TABS)],
+        # Alt+digit, never a bare digit: a digit typed outside a text box must not switch tabs under you
+        *[Binding(f"alt+{i + 1},{ALT_DIGIT_AS_TYPED[i]}", f"tab('{tab}')", tab.title(), show=False)
+          for i, tab in enumerate(TABS)],
     ]
 
-    def __init__(self, target: str | dict[str, Any], registry: str | None = None, title: str | None = None):
+    tools: reactive[list[types.Tool]] = reactive(list, init=False, always_update=True)
+    tasks: reactive[list[TaskInfo]] = reactive(list, init=False, always_update=True)
+    prompts: reactive[list[types.Prompt]] = reactive(list, init=False, always_update=True)
+    resources: reactive[list[types.Resource]] = reactive(list, init=False, always_update=True)
+    error: reactive[str] = reactive("", init=False)
+    loaded: reactive[bool] = reactive(False, init=False)
+
+    def __init__(self, target: str | dict[str, Any], registry: str | None = None, title: str | None = None,
+                 server_key: str | None = None):
         super().__init__()
         self.session = ServerSession(target, registry)
+        self.server_key = server_key or self.session.label
         self.server_title = title or self.session.label
-        self.tools: list[types.Tool] = []
-        self.tasks: list[TaskInfo] = []
-        self.prompts: list[types.Prompt] = []
-        self.resources: list[types.Resource] = []
-        self.loaded = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -83,6 +93,8 @@ class ServerScreen(ReportsWorkerErrors, Screen):
             with TabPane("Log", id="log"):
                 yield RpcLogView(self.session.log, label=self.session.label,
                                  save_dir=getattr(self.app, "workdir", None), id="rpc-log")
+            with TabPane("History", id="history"):
+                yield CallHistory(id="call-history")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -91,7 +103,8 @@ class ServerScreen(ReportsWorkerErrors, Screen):
         self.app.run_worker(self.session.run(), name=f"session {self.session.label}", group="sessions",
                             exit_on_error=False)
         self.load()
-        self.watch_session()
+        self.monitor_connection()
+        self.read_history()
 
     def on_unmount(self) -> None:
         self.session.close()
@@ -104,63 +117,75 @@ class ServerScreen(ReportsWorkerErrors, Screen):
         try:
             await self.session.wait_connected()
         except Exception as exc:
-            self._fail(f"Cannot connect to {self.session.label}: {error_text(exc)}")
+            self.error = f"Cannot connect to {self.session.label}: {error_text(exc)}"
             return
         problems: list[str] = []
-        try:
-            self.tools = await self.session.list_tools()
-        except Exception as exc:
-            problems.append(f"tools/list failed: {error_text(exc)}")
-        if self.session.is_world:
-            try:
-                self.tasks = await self.session.tasks()
-            except Exception as exc:
-                problems.append(f"tasks failed: {error_text(exc)}")
         caps = self.session.capabilities
-        try:  # prompts and resources are optional: ask only servers that have them
-            self.prompts = await self.session.list_prompts() if "prompts" in caps else []
-        except Exception as exc:
-            problems.append(f"prompts/list failed: {error_text(exc)}")
-        try:
-            self.resources = await self.session.list_resources() if "resources" in caps else []
-        except Exception as exc:
-            problems.append(f"resources/list failed: {error_text(exc)}")
-        self._fill()
+
+        async def ask(what: str, wanted: bool, fetch: Any) -> list[Any]:
+            if not wanted:
+                return []
+            try:
+                return await fetch()
+            except Exception as exc:
+                problems.append(f"{what} failed: {error_text(exc)}")
+                return []
+
+        self.tools = await ask("tools/list", True, self.session.list_tools)
+        self.tasks = await ask("tasks", self.session.is_world, self.session.tasks)
+        self.prompts = await ask("prompts/list", "prompts" in caps, self.session.list_prompts)  # optional
+        self.resources = await ask("resources/list", "resources" in caps, self.session.list_resources)
         if self.session.is_world and self.session.episode is None:
             self.query_one(ToolConsole).start_task(None)
         self.loaded = True
-        tasks = f"{len(self.tasks)} tasks" if self.session.is_world else f"{len(self.prompts)} prompts"
-        self.sub_title = f"{self.session.label} · {len(self.tools)} tools · {tasks}"
         for problem in problems:
             self.notify(problem, severity="error", timeout=8)
 
-    @work(group="watch", exit_on_error=False)
-    async def watch_session(self) -> None:
+    @work(group="connection", exit_on_error=False)
+    async def monitor_connection(self) -> None:
         """Show it when a connection that came up is lost (a server killed, a network gone)."""
         await self.session.connected.wait()
         if self.session.error is not None:
             return  # never came up: load() reports it
         await self.session.finished.wait()
         if self.session.error is not None:
-            self._fail(f"Lost the connection to {self.session.label}: {self.session.error}")
+            self.error = f"Lost the connection to {self.session.label}: {self.session.error}"
 
-    def _fail(self, message: str) -> None:
+    @work(thread=True, group="history", exit_on_error=False)
+    def read_history(self) -> None:
+        """Thread worker: earlier calls to this server, from the history file."""
+        records = load_history(self.session.label)
+        self.app.call_from_thread(self.query_one(CallHistory).set_records, records)
+
+    # -- watchers ----------------------------------------------------------------------------------------
+
+    def watch_error(self, message: str) -> None:
         error = self.query_one("#server-error", Static)
         error.update(message + "\nPress Escape to go back, F5 to retry.")
-        error.display = True
-        self.sub_title = f"{self.session.label} · not connected"
-        self.query_one("#tool-detail", Static).update(Text(message, "red"))
-        self.notify(message, title="Error", severity="error", timeout=10)
+        error.display = bool(message)
+        if message:
+            self.sub_title = f"{self.session.label} · not connected"
+            self.query_one("#tool-detail", Static).update(Text(message, "red"))
+            self.notify(message, title="Error", severity="error", timeout=10)
 
-    def _fill(self) -> None:
-        tools = self.query_one("#tools-list", OptionList)
-        tools.clear_options()
-        tools.add_options([Option(t.name, id=t.name) for t in self.tools])
-        if self.tools:
-            tools.highlighted = 0
-            self.query_one("#tool-detail", Static).update(tool_detail(self.tools[0]))
-        else:
-            self.query_one("#tool-detail", Static).update("This server has no tools.")
+    def watch_tools(self, tools: list[types.Tool]) -> None:
+        options = self.query_one("#tools-list", OptionList)
+        options.clear_options()
+        options.add_options([Option(t.name, id=t.name) for t in tools])
+        if tools:
+            options.highlighted = 0
+        self.query_one("#tool-detail", Static).update(tool_detail(tools[0]) if tools else "This server has no tools.")
+        self.query_one(ToolConsole).set_tools(tools)
+
+    def watch_tasks(self, tasks: list[TaskInfo]) -> None:
+        self._fill_tasks()
+        self.query_one(ToolConsole).set_tasks(tasks)
+
+    def watch_prompts(self) -> None:
+        self._fill_tasks()
+
+    def _fill_tasks(self) -> None:
+        """A world's tasks, or the prompts of any other server, in one table."""
         table = self.query_one("#tasks-table", DataTable)
         table.clear(columns=True)
         if self.tasks:
@@ -171,15 +196,18 @@ class ServerScreen(ReportsWorkerErrors, Screen):
             table.add_columns("prompt", "description")
             for pr in self.prompts:
                 table.add_row(pr.name, (pr.description or "")[:80], key=pr.name)
-        resources = self.query_one("#resources-list", OptionList)
-        resources.clear_options()
-        resources.add_options([Option(r.name, id=r.uri) for r in self.resources])
-        if self.resources:
-            resources.highlighted = 0
-        console = self.query_one(ToolConsole)
-        console.set_tools(self.tools)
-        console.set_tasks(self.tasks)
-        console.show_episode()
+
+    def watch_resources(self, resources: list[types.Resource]) -> None:
+        options = self.query_one("#resources-list", OptionList)
+        options.clear_options()
+        options.add_options([Option(r.name, id=r.uri) for r in resources])
+        if resources:
+            options.highlighted = 0
+
+    def watch_loaded(self, loaded: bool) -> None:
+        if loaded:
+            count = f"{len(self.tasks)} tasks" if self.session.is_world else f"{len(self.prompts)} prompts"
+            self.sub_title = f"{self.session.label} · {len(self.tools)} tools · {count}"
 
     # -- events ------------------------------------------------------------------------------------------
 
@@ -204,6 +232,16 @@ class ServerScreen(ReportsWorkerErrors, Screen):
     def on_tool_console_episode_changed(self, event: ToolConsole.EpisodeChanged) -> None:
         if self.query_one(TabbedContent).active == "state":
             self.query_one(StateBrowser).reload()
+
+    def on_tool_console_called(self, event: ToolConsole.Called) -> None:
+        self.query_one(CallHistory).add(event.record)
+        self.run_worker(asyncio.to_thread(append_history, event.record), group="history-write",
+                        exit_on_error=False)  # the history file is appended off the event loop
+
+    def on_call_history_rerun(self, event: CallHistory.Rerun) -> None:
+        self.query_one(ToolConsole).load_call(event.record.tool, event.record.arguments)
+        self.action_tab("console")
+        self.notify(f"{event.record.tool}'s arguments are in the JSON box: edit them, Ctrl+R calls.")
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if event.pane.id == "state":
@@ -251,22 +289,32 @@ class ServerScreen(ReportsWorkerErrors, Screen):
         self.action_tab("console")
         self.query_one(ToolConsole).toggle_mode()
 
-    def action_reload(self) -> None:
-        if self.session.finished.is_set():  # the connection is gone: reopen the screen on a new one
-            screen = ServerScreen(self.session.target, self.session.registry, self.server_title)
-            self.app.pop_screen()
-            self.app.push_screen(screen)
+    def action_copy_result(self) -> None:
+        self.query_one(ToolConsole).copy_result()
+
+    async def action_reload(self) -> None:
+        if self.session.finished.is_set():  # the connection is gone: reopen the server on a new one
+            target, key, title = self.session.target, self.server_key, self.server_title
+            await self.action_close_server()
+            self.app.open_server(key, target, title)  # type: ignore[attr-defined]
             return
         if self.query_one(TabbedContent).active == "state":
             self.query_one(StateBrowser).reload()
         else:
             self.load()
 
-    async def action_back(self) -> None:
-        """Esc in a text box leaves the box (so digits switch tabs again); Esc elsewhere leaves the screen."""
+    def action_back(self) -> None:
+        """Esc in a text box leaves the box; Esc elsewhere goes back to the list, the connection kept open."""
         tabs = self.query_one(TabbedContent)
         if isinstance(self.focused, Input | TextArea) and tabs.active in FOCUS:
             self.query_one(FOCUS[tabs.active]).focus()
+            return
+        self.dismiss()
+
+    async def action_close_server(self) -> None:
+        """Close the episode and the connection, and go back (an installed screen is forgotten by the app)."""
+        if getattr(self.app, "server_screen", lambda _: None)(self.server_key) is self:
+            await self.app.close_server(self.server_key)  # type: ignore[attr-defined]
             return
         await self.session.aclose(3.0)
         self.dismiss()

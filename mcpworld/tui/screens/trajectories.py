@@ -1,4 +1,8 @@
-"""Step through recorded episodes (trajectory JSONL) turn by turn: messages, calls, results, verdict, diff."""
+"""Step through recorded episodes (trajectory JSONL) turn by turn: messages, calls, results, verdict, diff.
+
+`trajectories`, `current` and `page` are reactive: loading a file, picking an episode and turning a page only
+set them; watchers draw the table and the page (and `validate_page` keeps the page in range).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Button, DataTable, Footer, Header, Input, Static
 
@@ -20,17 +25,6 @@ from mcpworld.tui.render import Page, trajectory_pages
 class TrajectoriesScreen(ReportsWorkerErrors, Screen):
     """File path on top; episodes on the left; the current page (task, turn k, outcome) on the right."""
 
-    DEFAULT_CSS = """
-    TrajectoriesScreen #path-bar { height: 1; margin-bottom: 1; }
-    TrajectoriesScreen #path { width: 1fr; }
-    TrajectoriesScreen #open { margin-left: 1; min-width: 8; }
-    TrajectoriesScreen #traj-body { height: 1fr; }
-    TrajectoriesScreen #episodes { width: 36; height: 1fr; }
-    TrajectoriesScreen #page-side { width: 1fr; height: 1fr; padding-left: 1; }
-    TrajectoriesScreen #page-title { height: 1; background: $boost; }
-    TrajectoriesScreen #page-box { height: 1fr; }
-    """
-
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("n", "next_page", "Next turn"),
@@ -40,13 +34,14 @@ class TrajectoriesScreen(ReportsWorkerErrors, Screen):
         Binding("o", "focus_path", "Open file"),
     ]
 
+    trajectories: reactive[list[Trajectory]] = reactive(list, init=False, always_update=True)
+    current: reactive[Trajectory | None] = reactive(None, init=False, always_update=True)
+    page: reactive[int] = reactive(0, init=False, always_update=True)
+
     def __init__(self, path: str | Path | None = None):
         super().__init__()
         self.path = Path(path) if path else None
-        self.trajectories: list[Trajectory] = []
-        self.current: Trajectory | None = None
         self.pages: list[Page] = []
-        self.page = 0
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -90,31 +85,35 @@ class TrajectoriesScreen(ReportsWorkerErrors, Screen):
         self.notify(message, title="Trajectories", severity="error")
 
     def _loaded(self, path: Path, trajectories: list[Trajectory]) -> None:
-        self.path, self.trajectories = path, trajectories
-        self.sub_title = f"{path.name} · {len(trajectories)} episode" + ("" if len(trajectories) == 1 else "s")
+        self.path = path
+        self.trajectories = trajectories
+
+    def watch_trajectories(self, trajectories: list[Trajectory]) -> None:
+        name = self.path.name if self.path else ""
+        self.sub_title = f"{name} · {len(trajectories)} episode" + ("" if len(trajectories) == 1 else "s")
         table = self.query_one("#episodes", DataTable)
         table.clear()
         for i, t in enumerate(trajectories):
             ok = Text("✓", "green") if t.verdict and t.verdict.passed else Text("✗", "red")
             table.add_row(t.task[:20], str(t.sample), f"{t.reward:g}", ok, key=str(i))
         if not trajectories:
-            self.query_one("#page", Static).update(f"{path.name} holds no complete trajectory.")
+            self.query_one("#page", Static).update(f"{name} holds no complete trajectory.")
             return
-        self.select(0)
+        self.current = trajectories[0]
         table.focus()
 
-    def select(self, index: int) -> None:
-        self.current = self.trajectories[index]
-        self.pages = trajectory_pages(self.current)
-        self.show_page(0)
+    def watch_current(self, current: Trajectory | None) -> None:
+        self.pages = trajectory_pages(current) if current is not None else []
+        self.page = 0
 
-    def show_page(self, page: int) -> None:
+    def validate_page(self, page: int) -> int:
+        return max(0, min(page, len(self.pages) - 1))
+
+    def watch_page(self, page: int) -> None:
         if not self.pages:
             return
-        self.page = max(0, min(page, len(self.pages) - 1))
-        current = self.pages[self.page]
-        self.query_one("#page-title", Static).update(
-            f" {current.title}  ·  page {self.page + 1}/{len(self.pages)}")
+        current = self.pages[page]
+        self.query_one("#page-title", Static).update(f" {current.title}  ·  page {page + 1}/{len(self.pages)}")
         self.query_one("#page", Static).update(current.body)
         self.query_one("#page-box", VerticalScroll).scroll_home(animate=False)
 
@@ -122,7 +121,7 @@ class TrajectoriesScreen(ReportsWorkerErrors, Screen):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if 0 <= event.cursor_row < len(self.trajectories):
-            self.select(event.cursor_row)
+            self.current = self.trajectories[event.cursor_row]
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "path":
@@ -142,16 +141,16 @@ class TrajectoriesScreen(ReportsWorkerErrors, Screen):
     # -- actions -----------------------------------------------------------------------------------------
 
     def action_next_page(self) -> None:
-        self.show_page(self.page + 1)
+        self.page += 1
 
     def action_prev_page(self) -> None:
-        self.show_page(self.page - 1)
+        self.page -= 1
 
     def action_first_page(self) -> None:
-        self.show_page(0)
+        self.page = 0
 
     def action_last_page(self) -> None:
-        self.show_page(len(self.pages) - 1)
+        self.page = len(self.pages) - 1
 
     def action_focus_path(self) -> None:
         self.query_one("#path", Input).focus()

@@ -1,57 +1,92 @@
 """The tool console: start a task episode, call tools in it (form or JSON), verify, and read the verdict.
 
-All calls go through the screen's `ServerSession`, from workers, so a slow server never freezes the UI.
+All calls go through the screen's `ServerSession`, from workers, so a slow server never freezes the UI. The
+argument mode, the output pane and the episode line are reactive: actions set them, watchers draw them.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 import mcp_types as types
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
+from textual.reactive import reactive
 from textual.widgets import Button, ContentSwitcher, Input, Select, Static, TextArea
 
 from mcpworld.core.models import TaskInfo, Verdict
 from mcpworld.tui.errors import ReportsWorkerErrors, error_text
-from mcpworld.tui.render import call_result, verdict_text
+from mcpworld.tui.render import call_result, dumps, verdict_text
+from mcpworld.tui.rpclog import mcp_json
 from mcpworld.tui.session import ServerSession
+from mcpworld.tui.store import CallRecord
 from mcpworld.tui.widgets.schema_form import FormError, SchemaForm
+
+JSON_PLACEHOLDER = 'type or paste a JSON object, e.g. {"reservation_id": "ZFA04Y"}'
+
+
+def json_object(text: str) -> dict[str, Any] | None:
+    """`text` as a JSON object, or None when it is not one (a paste that is not arguments)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+class JsonArgs(TextArea):
+    """The JSON arguments box: a paste into an empty box (or one holding only `{}`) replaces it whole."""
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        if self.read_only or self.text.strip() not in ("", "{}"):
+            return  # TextArea inserts the paste at the cursor, as in any editor
+        event.prevent_default()
+        self.load_text(event.text.strip())
+        self.move_cursor(self.document.end)
+        self.focus()
+
+    def set_arguments(self, text: str) -> None:
+        """Replace the box's text and put the cursor at its end, ready to edit."""
+        self.load_text(text)
+        self.move_cursor(self.document.end)
 
 
 class ToolConsole(ReportsWorkerErrors, Vertical):
     """Task row, episode line, tool row, then arguments (form or JSON) beside the result."""
 
-    DEFAULT_CSS = """
-    ToolConsole .bar { height: 1; margin-bottom: 1; }
-    ToolConsole #task-select { width: 30; }
-    ToolConsole #tool-select { width: 1fr; }
-    ToolConsole #answer { width: 1fr; margin-left: 1; }
-    ToolConsole Button { margin-left: 1; min-width: 8; }
-    ToolConsole #episode-line { height: 1; color: $text-muted; margin-bottom: 1; }
-    ToolConsole #console-body { height: 1fr; }
-    ToolConsole #args { width: 1fr; height: 1fr; }
-    ToolConsole #json-args { height: 1fr; }
-    ToolConsole #result-box { width: 1fr; height: 1fr; border-left: solid $primary-darken-2; padding-left: 1; }
-    """
-
     class EpisodeChanged(Message):
         """The live episode started, or its state changed (a call, a verify): the state browser refreshes."""
+
+    class Called(Message):
+        """A tool call finished (well or not): the screen adds it to the call history."""
+
+        def __init__(self, record: CallRecord):
+            super().__init__()
+            self.record = record
+
+    mode: reactive[str] = reactive("form", init=False)
+    """`form` or `json`: which argument editor is shown."""
+    output: reactive[Any] = reactive("Pick a tool, fill its arguments, press Ctrl+R to call it.", init=False,
+                                     always_update=True)
+    """What the result pane shows (a result, a verdict, an error)."""
+    episode: reactive[tuple[bool, str | None, str | None]] = reactive((False, None, None), init=False)
+    """(is a world, live episode id, its task) as the session last reported them."""
 
     def __init__(self, session: ServerSession, **kwargs: Any):
         super().__init__(**kwargs)
         self.session = session
         self.tools: dict[str, types.Tool] = {}
         self.tasks: list[TaskInfo] = []
-        self.mode = "form"
         self.form_tool: str | None = None
         self.last_result: types.CallToolResult | None = None
         self.last_verdict: Verdict | None = None
+        self.last_json: tuple[str, Any] | None = None  # (what it is, the JSON) of what the pane shows
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="bar", id="task-bar"):
@@ -67,9 +102,9 @@ class ToolConsole(ReportsWorkerErrors, Vertical):
         with Horizontal(id="console-body"):
             with ContentSwitcher(initial="form-box", id="args"):
                 yield VerticalScroll(id="form-box")
-                yield TextArea("{}", id="json-args", show_line_numbers=False)
+                yield JsonArgs("", id="json-args", show_line_numbers=False, placeholder=JSON_PLACEHOLDER)
             with VerticalScroll(id="result-box"):
-                yield Static("Pick a tool, fill its arguments, press Ctrl+R to call it.", id="result")
+                yield Static(self.output, id="result")
 
     # -- data from the screen --------------------------------------------------------------------------
 
@@ -84,24 +119,48 @@ class ToolConsole(ReportsWorkerErrors, Vertical):
         self.tasks = tasks
         self.query_one("#task-select", Select).set_options([(t.id, t.id) for t in tasks])
         self.query_one("#task-bar").display = self.session.is_world
+        self.sync_episode()
 
     def select_tool(self, name: str) -> None:
         if name in self.tools:
             self.query_one("#tool-select", Select).value = name
 
-    def show_episode(self) -> None:
-        s = self.session
-        if not s.is_world:
+    def sync_episode(self) -> None:
+        """Take the session's episode into the reactive state (the watcher redraws the line)."""
+        self.episode = (self.session.is_world, self.session.episode, self.session.task)
+
+    def watch_episode(self, episode: tuple[bool, str | None, str | None]) -> None:
+        is_world, live, task = episode
+        if not is_world:
             text = "Not a world server: tools are called without an episode."
-        elif s.episode is None:
+        elif live is None:
             text = "No episode yet."
         else:
-            text = f"episode {s.episode} · " + (f"task {s.task}" if s.task else "free play (no task)")
+            text = f"episode {live} · " + (f"task {task}" if task else "free play (no task)")
         self.query_one("#episode-line", Static).update(text)
 
-    def show(self, renderable: Any) -> None:
+    def show(self, renderable: Any, as_json: tuple[str, Any] | None = None) -> None:
+        """Show `renderable` in the result pane; `as_json` is what Ctrl+O copies (nothing for messages)."""
+        self.last_json = as_json
+        self.output = renderable
+
+    def watch_output(self, renderable: Any) -> None:
         self.query_one("#result", Static).update(renderable)
         self.query_one("#result-box", VerticalScroll).scroll_home(animate=False)
+
+    def warn(self, message: str) -> None:
+        """Say why nothing happened, where the person looks (the result pane) and as a toast."""
+        self.show(Text(message, "yellow"))
+        self.notify(message, severity="warning")
+
+    def copy_result(self) -> None:
+        """The shown result (tool result or verdict) to the clipboard as JSON."""
+        if self.last_json is None:
+            self.warn("Nothing to copy yet: call a tool or verify first.")
+            return
+        what, value = self.last_json
+        self.app.copy_to_clipboard(dumps(value))
+        self.notify(f"Copied {what} as JSON.")
 
     # -- the form ----------------------------------------------------------------------------------------
 
@@ -121,7 +180,7 @@ class ToolConsole(ReportsWorkerErrors, Vertical):
     def arguments(self) -> dict[str, Any]:
         """The arguments from the form or the JSON box; raises FormError with what is wrong."""
         if self.mode == "json":
-            text = self.query_one("#json-args", TextArea).text.strip() or "{}"
+            text = self.query_one(JsonArgs).text.strip() or "{}"
             try:
                 value = json.loads(text)
             except ValueError as exc:
@@ -133,50 +192,63 @@ class ToolConsole(ReportsWorkerErrors, Vertical):
         return forms.first().values() if forms else {}
 
     def set_json(self, arguments: dict[str, Any]) -> None:
-        """Switch to the JSON box holding `arguments` (what pasting arguments amounts to)."""
-        self.query_one("#json-args", TextArea).text = json.dumps(arguments, indent=2)
-        if self.mode != "json":
-            self.toggle_mode()
+        """Switch to the JSON box holding `arguments`, cursor at the end (what pasting arguments amounts to)."""
+        self.query_one(JsonArgs).set_arguments(json.dumps(arguments, indent=2))
+        self.mode = "json"
+
+    def load_call(self, tool: str, arguments: dict[str, Any]) -> None:
+        """Put an earlier call back in the console (from the history), ready to edit and call again."""
+        self.select_tool(tool)
+        self.set_json(arguments)
 
     def toggle_mode(self) -> None:
         """Form ⇄ JSON, carrying the arguments across when they parse."""
-        switcher = self.query_one("#args", ContentSwitcher)
         forms = self.query(SchemaForm)
+        area = self.query_one(JsonArgs)
         if self.mode == "form":
             try:
                 values = forms.first().values() if forms else {}
             except FormError:
                 values = {}
-            area = self.query_one("#json-args", TextArea)
-            if values or not area.text.strip():
-                area.text = json.dumps(values, indent=2)
+            if values or area.text.strip() in ("", "{}"):
+                area.set_arguments(json.dumps(values, indent=2) if values else "")
             self.mode = "json"
-            switcher.current = "json-args"
-            self.query_one("#mode", Button).label = "Form"
-            area.focus()
         else:
-            try:
-                value = json.loads(self.query_one("#json-args", TextArea).text or "{}")
-                if forms and isinstance(value, dict):
+            value = json_object(area.text or "{}")
+            if forms and value is not None:
+                try:
                     forms.first().set_values(value)
-            except ValueError:  # FormError included: the JSON stays in its box, the form keeps its values
-                pass
+                except FormError:  # the form is still being built: it keeps its values
+                    pass
             self.mode = "form"
-            switcher.current = "form-box"
-            self.query_one("#mode", Button).label = "JSON"
+
+    def watch_mode(self, mode: str) -> None:
+        self.query_one("#args", ContentSwitcher).current = "json-args" if mode == "json" else "form-box"
+        self.query_one("#mode", Button).label = "Form" if mode == "json" else "JSON"
+        if mode == "json":
+            self.call_after_refresh(self.query_one(JsonArgs).focus)  # once the switcher has shown it
+
+    def on_paste(self, event: events.Paste) -> None:
+        """A JSON object pasted while no text box has focus becomes the arguments (in the JSON box)."""
+        if isinstance(self.app.focused, Input | TextArea):
+            return  # the box took it
+        value = json_object(event.text.strip())
+        if value is not None:
+            event.stop()
+            self.set_json(value)
 
     # -- actions -----------------------------------------------------------------------------------------
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        handlers = {"call": self.call_selected, "start": self.start_selected, "verify": self.verify,
-                    "mode": self.toggle_mode}
+        handlers: dict[str, Callable[[], object]] = {"call": self.call_selected, "start": self.start_selected,
+                                                     "verify": self.verify, "mode": self.toggle_mode}
         if event.button.id in handlers:
             handlers[event.button.id]()
 
     def call_selected(self) -> None:
         name = self.query_one("#tool-select", Select).value
         if not isinstance(name, str):
-            self.notify("Pick a tool first.", severity="warning")
+            self.warn("Pick a tool first.")
             return
         try:
             arguments = self.arguments()
@@ -200,25 +272,30 @@ class ToolConsole(ReportsWorkerErrors, Vertical):
         if self._disconnected():
             return
         if self.session.is_world and self.session.episode is None:
-            self.notify("No live episode yet: start a task (Ctrl+N) or wait for the free-play episode.",
-                        severity="warning")
+            self.warn("No live episode yet: start a task (Ctrl+N) or wait for the free-play episode.")
             return
         self.show(Text(f"calling {name}…", "dim"))
         began = time.perf_counter()
         try:
             result = await self.session.call_tool(name, arguments)
         except Exception as exc:
+            ms = (time.perf_counter() - began) * 1000
             self.show(Text(f"{name} failed: {error_text(exc)}", "red"))
             self.notify(f"{name} failed: {error_text(exc)}", severity="error")
+            self.post_message(self.Called(CallRecord(self.session.label, name, arguments, False, round(ms, 2),
+                                                     {"error": error_text(exc)})))
             return
+        ms = (time.perf_counter() - began) * 1000
         self.last_result = result
-        self.show(call_result(name, result, (time.perf_counter() - began) * 1000))
+        self.show(call_result(name, result, ms), (f"the result of {name}", mcp_json(result)))
+        self.post_message(self.Called(CallRecord(self.session.label, name, arguments, not result.is_error,
+                                                 round(ms, 2), mcp_json(result))))
         self.post_message(self.EpisodeChanged())
 
     def start_selected(self) -> None:
         task = self.query_one("#task-select", Select).value
         if not isinstance(task, str):
-            self.notify("Pick a task first.", severity="warning")
+            self.warn("Pick a task first.")
             return
         self.start_task(task)
 
@@ -227,7 +304,7 @@ class ToolConsole(ReportsWorkerErrors, Vertical):
         if self._disconnected():
             return
         if not self.session.is_world:
-            self.notify("Only worlds have task episodes.", severity="warning")
+            self.warn("Only worlds have task episodes.")
             return
         if task is not None:
             self.query_one("#task-select", Select).value = task
@@ -239,7 +316,7 @@ class ToolConsole(ReportsWorkerErrors, Vertical):
             self.notify(f"{what}: {error_text(exc)}", severity="error")
             return
         self.last_verdict = None
-        self.show_episode()
+        self.sync_episode()
         text = Text()
         text.append(f"Started task {started.task}\n\n" if started.task else "Started a free-play episode\n\n",
                     "bold")
@@ -253,10 +330,10 @@ class ToolConsole(ReportsWorkerErrors, Vertical):
         if self._disconnected():
             return
         if self.session.episode is None:
-            self.notify("No live episode to verify.", severity="warning")
+            self.warn("No live episode to verify.")
             return
         if self.session.task is None:
-            self.notify("This is a free-play episode: start a task (Ctrl+N) to verify it.", severity="warning")
+            self.warn("This is a free-play episode: start a task (Ctrl+N) to verify it.")
             return
         answer = self.query_one("#answer", Input).value.strip() or None
         try:
@@ -266,7 +343,7 @@ class ToolConsole(ReportsWorkerErrors, Vertical):
             self.notify(f"verify failed: {error_text(exc)}", severity="error")
             return
         self.last_verdict = result.verdict
-        self.show(verdict_text(result.verdict))
+        self.show(verdict_text(result.verdict), ("the verdict", mcp_json(result)))
         self.notify("Verdict: passed" if result.verdict.passed else "Verdict: failed",
                     severity="information" if result.verdict.passed else "warning")
         self.post_message(self.EpisodeChanged())

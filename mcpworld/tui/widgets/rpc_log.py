@@ -1,6 +1,8 @@
-"""The JSON-RPC log of one connection: a searchable table of requests, the selected pair as JSON, copy/save.
+"""The JSON-RPC log of one connection: a searchable table of messages, the selected one as JSON, copy/save.
 
-It listens to the session's `RpcLog`, so entries appear as the calls complete, whatever screen made them.
+It listens to the session's `RpcLog` (fed from the wire), so messages appear as they are sent and a request's
+row completes when its response arrives, whatever screen made the call. `query_text` is reactive: typing in
+the search box re-filters through its watcher.
 """
 
 from __future__ import annotations
@@ -13,21 +15,23 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Static
 
 from mcpworld.tui.render import dumps
 from mcpworld.tui.rpclog import RpcEntry, RpcLog
 
+ARROW = {"sent": "→", "received": "←"}
+
+
+def status_of(entry: RpcEntry) -> Text:
+    if entry.pending:
+        return Text("…", "yellow")
+    return Text("ok", "green") if entry.ok else Text("err", "red")
+
 
 class RpcLogView(Vertical):
-    """Search box, request table and detail pane over an `RpcLog`."""
-
-    DEFAULT_CSS = """
-    RpcLogView #log-search { margin-bottom: 1; }
-    RpcLogView #log-body { height: 1fr; }
-    RpcLogView #log-table { width: 36; height: 1fr; }
-    RpcLogView #log-detail { width: 1fr; height: 1fr; border-left: solid $primary-darken-2; padding-left: 1; }
-    """
+    """Search box, message table and detail pane over an `RpcLog`."""
 
     BINDINGS = [
         Binding("slash", "focus_search", "Search"),
@@ -36,59 +40,71 @@ class RpcLogView(Vertical):
         Binding("ctrl+s", "save", "Save log"),
     ]
 
+    query_text: reactive[str] = reactive("", init=False)
+
     def __init__(self, log: RpcLog, label: str = "log", save_dir: Path | None = None, **kwargs: object):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.rpc_log = log
         self.log_name = label
         self.save_dir = save_dir or Path.cwd()
         self.shown: list[RpcEntry] = []
-        self.query_text = ""
+        self.shown_seqs: set[int] = set()
         self.saved_path: Path | None = None
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="search requests and responses (words, any order)", id="log-search", compact=True)
+        yield Input(placeholder="search messages (words, any order)", id="log-search", compact=True)
         with Horizontal(id="log-body"):
             yield DataTable(id="log-table", cursor_type="row", zebra_stripes=True)
             with VerticalScroll(id="log-detail"):
-                yield Static("No requests yet.", id="log-json")
+                yield Static("No messages yet.", id="log-json")
 
     def on_mount(self) -> None:
         table = self.query_one("#log-table", DataTable)
-        table.add_columns("#", "method", "ms", "")
+        for label, key in (("#", "seq"), ("", "dir"), ("method", "method"), ("ms", "ms"), ("", "status")):
+            table.add_column(label, key=key)
         self.rpc_log.listeners.append(self._on_entry)
-        self.refilter()
+        self.watch_query_text()
 
     def on_unmount(self) -> None:
         if self._on_entry in self.rpc_log.listeners:
             self.rpc_log.listeners.remove(self._on_entry)
 
     def _on_entry(self, entry: RpcEntry) -> None:
-        if entry.matches(self.query_text):
+        """A new message, or a request's response: add its row, or complete the row it has."""
+        if entry.seq in self.shown_seqs:
+            table = self.query_one("#log-table", DataTable)
+            key = str(entry.seq)
+            table.update_cell(key, "ms", "" if entry.latency_ms is None else f"{entry.latency_ms:.0f}")
+            table.update_cell(key, "status", status_of(entry))
+            if self.selected() is entry:
+                self._show(entry)
+        elif entry.matches(self.query_text):
             self.shown.append(entry)
+            self.shown_seqs.add(entry.seq)
             self._add_row(entry)
 
     def _add_row(self, entry: RpcEntry) -> None:
         table = self.query_one("#log-table", DataTable)
-        status = Text("ok", "green") if entry.ok else Text("err", "red")
         method = entry.method.removeprefix("io.mcpworld/")
-        table.add_row(str(entry.id), method[:22], f"{entry.latency_ms:.0f}", status)
+        ms = "" if entry.latency_ms is None else f"{entry.latency_ms:.0f}"
+        table.add_row(str(entry.seq), ARROW[entry.direction], method[:24], ms, status_of(entry), key=str(entry.seq))
         if table.row_count == 1:
             self._show(entry)
 
-    def refilter(self) -> None:
+    def watch_query_text(self) -> None:
         table = self.query_one("#log-table", DataTable)
         table.clear()
         self.shown = self.rpc_log.search(self.query_text)
+        self.shown_seqs = {e.seq for e in self.shown}
         for entry in self.shown:
             self._add_row(entry)
         if not self.shown:
             self.query_one("#log-json", Static).update(
-                "No requests yet." if not self.rpc_log.entries else f"No entry matches {self.query_text!r}.")
+                "No messages yet." if not self.rpc_log.entries else f"No entry matches {self.query_text!r}.")
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "log-search":
             self.query_text = event.value
-            self.refilter()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "log-search":
@@ -115,7 +131,7 @@ class RpcLogView(Vertical):
             self.notify("Nothing to copy: the log is empty.", severity="warning")
             return
         self.app.copy_to_clipboard(dumps(entry.to_json()))
-        self.notify(f"Copied request #{entry.id} ({entry.method}) as JSON.")
+        self.notify(f"Copied message #{entry.seq} ({entry.method}) as JSON.")
 
     def action_copy_all(self) -> None:
         self.app.copy_to_clipboard(self.rpc_log.dumps(self.shown))

@@ -77,14 +77,6 @@ def fields_of(schema: dict[str, Any]) -> list[Field]:
 class SchemaForm(VerticalScroll):
     """Inputs for one tool's arguments; `values()` turns them into a JSON object (or raises FormError)."""
 
-    DEFAULT_CSS = """
-    SchemaForm { height: 1fr; }
-    SchemaForm .row { height: 1; margin-bottom: 1; }
-    SchemaForm .row Label { width: 18; }
-    SchemaForm .row Input, SchemaForm .row Select { width: 1fr; }
-    SchemaForm .empty { color: $text-muted; }
-    """
-
     def __init__(self, schema: dict[str, Any] | None = None, **kwargs: Any):
         super().__init__(**kwargs)
         self.schema = schema or {}

@@ -1,6 +1,7 @@
 """The live episode's database: its tables with row counts, a table's rows, and the diff since the start.
 
-Read through `EpisodeControl.state`, so what you see is what the verifier will see.
+Read through `EpisodeControl.state`, so what you see is what the verifier will see. `table` (the one picked)
+and `state` (what the server answered) are reactive: picking a table reloads, a new state redraws.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.reactive import reactive
 from textual.widgets import DataTable, OptionList, Static
 from textual.widgets.option_list import Option
 
+from mcpworld.core import protocol as p
 from mcpworld.tui.errors import ReportsWorkerErrors, error_text
 from mcpworld.tui.render import diff_text
 from mcpworld.tui.session import ServerSession
@@ -24,21 +27,24 @@ DIFF = "__diff__"
 class StateBrowser(ReportsWorkerErrors, Horizontal):
     """Tables on the left; the selected table's rows (or the diff) on the right."""
 
-    DEFAULT_CSS = """
-    StateBrowser #state-tables { width: 26; height: 1fr; }
-    StateBrowser #state-right { width: 1fr; height: 1fr; padding-left: 1; }
-    StateBrowser #state-title { height: 1; color: $text-muted; }
-    StateBrowser #state-rows { height: 1fr; }
-    StateBrowser #state-diff-box { height: 1fr; display: none; }
-    """
+    table: reactive[str] = reactive(DIFF, init=False)
+    state: reactive[p.StateResult | None] = reactive(None, init=False, always_update=True)
 
     def __init__(self, session: ServerSession, **kwargs: Any):
         super().__init__(**kwargs)
         self.session = session
-        self.table: str = DIFF
-        self.counts: dict[str, int] = {}
-        self.diff: dict[str, Any] = {}
-        self.rows: list[dict[str, Any]] = []
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return self.state.tables if self.state is not None else {}
+
+    @property
+    def diff(self) -> dict[str, Any]:
+        return self.state.diff if self.state is not None else {}
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return self.state.rows if self.state is not None else []
 
     def compose(self) -> ComposeResult:
         yield OptionList(id="state-tables")
@@ -62,9 +68,14 @@ class StateBrowser(ReportsWorkerErrors, Horizontal):
         except Exception as exc:
             self.query_one("#state-title", Static).update(Text(f"state failed: {error_text(exc)}", "red"))
             return
-        self.counts, self.diff, self.rows = state.tables, state.diff, state.rows
+        self.state = state
+
+    def watch_state(self) -> None:
         self._fill_tables()
         self._show_selected()
+
+    def watch_table(self) -> None:
+        self.reload()
 
     def _fill_tables(self) -> None:
         options = self.query_one("#state-tables", OptionList)
@@ -105,7 +116,5 @@ class StateBrowser(ReportsWorkerErrors, Horizontal):
         self._select(event.option.id)
 
     def _select(self, table: str | None) -> None:
-        if table is None or table == self.table:
-            return
-        self.table = table
-        self.reload()
+        if table is not None:
+            self.table = table
