@@ -33,6 +33,14 @@ def pct(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def load_summary(latencies: list[float], seconds: float, errors: list[str]) -> dict:
+    """What a load run reports: requests, rate, p50/p99 in ms, and how many failed (with the first reasons)."""
+    ms = [x * 1000 for x in latencies]
+    return {"requests": len(latencies), "seconds": seconds, "rate": len(latencies) / seconds if seconds else 0.0,
+            "p50_ms": pct(ms, 0.5) if ms else 0.0, "p99_ms": pct(ms, 0.99) if ms else 0.0,
+            "errors": len(errors), "first_errors": errors[:3]}
+
+
 def p50(samples: list[float]) -> float:
     return statistics.median(samples)
 

@@ -19,6 +19,8 @@ from typing import Any
 
 import aiohttp
 
+from benchmarks.common import load_summary
+
 MODERN = "2026-07-28"
 ENVELOPE = {"io.modelcontextprotocol/protocolVersion": MODERN,
             "io.modelcontextprotocol/clientInfo": {"name": "loadgen", "version": "1"},
@@ -131,13 +133,7 @@ async def run(url: str, concurrency: int, episodes: int, protocol: str, kind: st
         t = time.perf_counter()
         await asyncio.gather(*(worker(c) for c in clients))
         seconds = time.perf_counter() - t
-    ordered = sorted(latencies)
-
-    def pct(q: float) -> float:
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000 if ordered else 0.0
-
-    return {"requests": len(latencies), "seconds": seconds, "rate": len(latencies) / seconds if seconds else 0.0,
-            "p50_ms": pct(0.5), "p99_ms": pct(0.99), "errors": len(errors), "first_errors": errors[:3]}
+    return load_summary(latencies, seconds, errors)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,7 +15,6 @@ import contextlib
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -24,7 +23,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from benchmarks.common import Row
-from mcpworld.core.testing import free_port, mcpworld_cmd, wait_http
+from mcpworld.core.testing import free_port, mcpworld_cmd, stop, wait_http
 
 PATH = "/worlds/airline/mcp"
 LEGACY = "2025-11-25"
@@ -166,12 +165,7 @@ def server(kind: str, workers: int = 1) -> Iterator[dict[str, Any]]:
         path = "/mcp" if kind == "echo" else PATH
         yield {"url": f"http://127.0.0.1:{port}{path}", "pids": pids}
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 def load(url: str, concurrency: int, episodes: int, protocol: str = LEGACY, kind: str = "world",

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from mcpworld.core.testing import free_port, mcpworld_cmd
+from mcpworld.core.testing import free_port, mcpworld_cmd, stop
 
 MODERN = "2026-07-28"
 ENVELOPE = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
@@ -45,12 +45,7 @@ def served(tmp_path) -> Iterator[dict]:
         yield {"url": f"http://127.0.0.1:{port}/worlds/airline/mcp", "proc": proc,
                "pids": [int(ready.group(1)), int(ready.group(2))]}
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 def post(url: str, method: str, params: dict | None = None, *, session: str | None = None,

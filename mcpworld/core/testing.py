@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import sys
@@ -35,3 +36,15 @@ def wait_http(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:
         except httpx.HTTPError:
             time.sleep(0.1)
     raise TimeoutError(f"{url} did not answer within {timeout}s")
+
+
+def stop(proc: subprocess.Popen, timeout: float = 30.0) -> None:
+    """Stop a server started for a test or benchmark as Ctrl-C would; kill it if it has not exited in time."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
