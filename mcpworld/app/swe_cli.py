@@ -285,26 +285,17 @@ def serve_stdio(sw: Any) -> None:
 
 
 def serve_http(sw: Any, host: str, port: int) -> None:
-    import contextlib
-
-    import uvicorn
-    from starlette.applications import Starlette
-    from starlette.responses import JSONResponse
-    from starlette.routing import Route
-
+    """Serve at /swe/mcp (and /healthz) on host:port until Ctrl-C; workspaces are removed on the way out."""
+    from mcpworld.core.episode_server import endpoint_app
+    from mcpworld.core.security import Exposure
+    from mcpworld.core.serving import serve
     from mcpworld.swe.server import SWE_PATH, running_swe, swe_routes
 
-    async def health(request: Any) -> JSONResponse:
-        return JSONResponse({"status": "ok", "tasks": len(sw.instances), "live_episodes": len(sw)})
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Any) -> Any:
-        async with running_swe(sw):
-            yield
-
-    app = Starlette(routes=[Route("/healthz", health), *swe_routes(sw, host)], lifespan=lifespan)
+    exposure = Exposure.of(host)
+    app = endpoint_app(swe_routes(sw, host, exposure), lambda: {"tasks": len(sw.instances), "live_episodes": len(sw)},
+                       lambda: running_swe(sw), exposure)
     click.echo(f"swe          http://{host}:{port}{SWE_PATH}", err=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    serve(lambda: app, host, port)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -8,9 +8,12 @@
   argument `episode` (SEP-2567) that `take_handle` takes off later calls. No two clients ever share an episode.
 - `ToolBox`: a server's typed tools (`mcpworld.core.tools`) listed, checked (size, schema) and run, every outcome a
   tool result: an unexpected exception is an `isError` result that says what happened, never a JSON-RPC error.
-- `text_result` / `value_result` / `argument_size_error`: the result helpers and the argument-size guard.
-- Hosting: `mount` serves a low-level `Server` over Streamable HTTP under a path (freeing a session's episode as
-  soon as the client deletes it), `running` runs mounted servers' session managers inside an app's lifespan.
+- `text_result` / `value_result` / `argument_size_error`: the result helpers and the argument-size guard;
+  `no_resources`: the resource handlers of a server without resources.
+- Hosting, one HTTP path for every server: `endpoint`/`mount` serve a low-level `Server` on mcpworld's Streamable
+  HTTP transport (`mcpworld.core.streamable`) under a path, guarded by an `Exposure` (freeing a session's episode
+  as soon as the client deletes it); `running` runs the mounted endpoints inside an app's lifespan;
+  `endpoint_app` is a server process's whole app (routes, /healthz, lifespan).
 """
 
 from __future__ import annotations
@@ -30,8 +33,11 @@ from typing import Any, Generic, Protocol, TypeVar
 import anyio
 import anyio.to_thread
 import mcp_types as types
+from mcp.shared.exceptions import MCPError
 
 from mcpworld.core.protocol import EPISODE_META_KEY
+from mcpworld.core.security import Exposure, ExposureMiddleware
+from mcpworld.core.streamable import LOOPBACK_SECURITY, StreamableHTTP
 from mcpworld.core.tools import ArgumentError, ToolSpec, build_tool
 
 logger = logging.getLogger(__name__)
@@ -64,6 +70,26 @@ def unexpected_error(what: str, exc: BaseException) -> str:
     logger.error("%s failed unexpectedly", what, exc_info=exc)
     return (f"{what} failed unexpectedly: {type(exc).__name__}: {exc}. This is a fault of the server, not of "
             "the request; nothing else was changed, so you may retry or report it.")
+
+
+def no_resources() -> dict[str, Any]:
+    """`Server` handlers for a server that has no resources but answers every resource request a client may send
+    (`resources/list` and `resources/templates/list` empty, a read refused naming its uri, as SEP-2164 asks), so
+    generic clients and the conformance suite get answers, not "method not found"."""
+
+    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[])
+
+    async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=[])
+
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        raise MCPError(code=types.INVALID_PARAMS, message=f"unknown resource {uri!r}: this server has no "
+                       "resources (resources/list is empty)", data={"uri": uri})
+
+    return {"on_list_resources": list_resources, "on_list_resource_templates": list_templates,
+            "on_read_resource": read_resource}
 
 
 # -- connections ---------------------------------------------------------------------------------------------------
@@ -354,12 +380,18 @@ class ToolBox:
                  expected: Sequence[type[Exception]] = (), handles: bool = False):
         self.specs = {spec.name: spec for spec in map(build_tool, functions)}
         self.tools = [spec.mcp_tool() for spec in self.specs.values()]
+        self._schemas = {t.name: t.input_schema for t in self.tools}
         self.max_argument_bytes = max_argument_bytes
         self.expected = tuple(expected)
         self.handles = handles
         clash = [name for name, spec in self.specs.items() if HANDLE_ARGUMENT in spec.args_model.model_fields]
         if handles and clash:
             raise ValueError(f"tools {clash} take an argument named {HANDLE_ARGUMENT!r}, the episode handle's name")
+
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        """A tool's inputSchema, None for an unknown tool: the `Server`'s `get_tool_input_schema`, so the HTTP
+        endpoint checks `Mcp-Param-*` headers (2026-07-28) against it."""
+        return self._schemas.get(name)
 
     def prepare(self, params: types.CallToolRequestParams) -> PreparedCall | types.CallToolResult:
         """The checked call, or the error result for an unknown tool, oversized or invalid arguments."""
@@ -403,56 +435,72 @@ def as_result(value: Any) -> types.CallToolResult:
 
 # -- hosting -------------------------------------------------------------------------------------------------------
 
+# Each server's HTTP endpoints (weakly: an endpoint lives as long as the app that mounts it), for `running`.
+_endpoints: weakref.WeakKeyDictionary[Any, list[weakref.ref[StreamableHTTP]]] = weakref.WeakKeyDictionary()
 
-class SessionEnd:
-    """ASGI wrapper: once a client's DELETE of its HTTP session is answered, `on_end(connection key)` runs.
 
-    So a closed session frees its default episode (and a SWE workspace) at once instead of at the idle TTL.
+def endpoint(server: Any, exposure: Exposure, on_session_end: Callable[[str], Any] | None = None, *,
+             auth: bool = True) -> Any:
+    """`server` (a low-level `Server`) over Streamable HTTP at `/mcp` below where it is mounted, on mcpworld's one
+    transport (`mcpworld.core.streamable`: both protocol versions, Host/Origin checks, body limits, sessions).
+
+    Beyond loopback `exposure` checks Host/Origin against its allow list and, with `auth`, needs the registry
+    token. `on_session_end(connection key)` runs when a client deletes its HTTP session (or it expires), so the
+    session's default episode (a SWE workspace) is freed at once instead of at the idle TTL. Run
+    `running([server])` in the app's lifespan.
     """
+    def ended(session_id: str) -> Any:
+        return on_session_end(session_key(session_id)) if on_session_end is not None else None
 
-    def __init__(self, app: Any, on_end: Callable[[str], Any]):
-        self.app, self.on_end = app, on_end
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope.get("type") != "http" or scope.get("method") != "DELETE":
-            await self.app(scope, receive, send)
-            return
-        session_id = next((v.decode("latin-1") for k, v in scope.get("headers") or []
-                           if k.lower() == b"mcp-session-id"), None)
-        status: list[int] = []
-
-        async def watch(message: Any) -> None:
-            if message.get("type") == "http.response.start":
-                status.append(int(message.get("status", 0)))
-            await send(message)
-
-        await self.app(scope, receive, watch)
-        if session_id and status and status[0] < 400:
-            try:
-                result = self.on_end(session_key(session_id))
-                if inspect.isawaitable(result):
-                    await result
-            except Exception as exc:  # the DELETE was answered; a failed cleanup is logged, the TTL still holds
-                unexpected_error(f"freeing session {session_id[:16]}", exc)
+    app = StreamableHTTP(server, security=exposure.transport_security() if exposure.exposed else LOOPBACK_SECURITY,
+                         on_session_end=ended if on_session_end is not None else None)
+    _endpoints.setdefault(server, []).append(weakref.ref(app))
+    return exposure.guard(app, auth=auth)
 
 
-def mount(prefix: str, server: Any, exposure: Any, on_session_end: Callable[[str], Any] | None = None) -> Any:
-    """A Starlette Mount serving `server` over Streamable HTTP at `{prefix}/mcp`, guarded by `exposure`
-    (`mcpworld.core.security.Exposure`). Run `running([server])` in the app's lifespan."""
+def mount(prefix: str, server: Any, exposure: Exposure, on_session_end: Callable[[str], Any] | None = None, *,
+          auth: bool = True) -> Any:
+    """A Starlette Mount serving `server` at `{prefix}/mcp` (`endpoint`)."""
     from starlette.routing import Mount
 
-    app = exposure.mcp_app(server)
-    return Mount(prefix, app=SessionEnd(app, on_session_end) if on_session_end is not None else app)
+    return Mount(prefix, app=endpoint(server, exposure, on_session_end, auth=auth))
 
 
 @contextlib.asynccontextmanager
 async def running(servers: Iterable[Any], closers: Iterable[Callable[[], None]] = ()) -> AsyncIterator[None]:
-    """Run the mounted servers' HTTP session managers; on the way out run each closer in a worker thread."""
+    """Run the mounted servers' HTTP endpoints (each enters its server's lifespan; on the way out every open
+    session ends, freeing what it held); then run each closer in a worker thread."""
     try:
         async with contextlib.AsyncExitStack() as stack:
             for server in servers:
-                await stack.enter_async_context(server.session_manager.run())
+                for ref in _endpoints.get(server, []):
+                    app = ref()
+                    if app is not None:
+                        await stack.enter_async_context(app.run())
             yield
     finally:
         for closer in closers:
             await anyio.to_thread.run_sync(closer)
+
+
+def endpoint_app(routes: Sequence[Any], health: Callable[[], dict[str, Any]],
+                 lifespan: Callable[[], contextlib.AbstractAsyncContextManager[Any]], exposure: Exposure) -> Any:
+    """The ASGI app of a server process (`mcpworld serve swe`, `serve world-model`): `routes`, GET /healthz
+    (`{"status": "ok", **health()}`) and `lifespan()` run around serving. Beyond loopback every route is
+    Host/Origin-checked too (the MCP endpoints also need the token, see `endpoint`). Serve it with
+    `mcpworld.core.serving.serve` (request-head deadlines, the port check)."""
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def healthz(request: Any) -> JSONResponse:
+        return JSONResponse({"status": "ok", **health()})
+
+    @contextlib.asynccontextmanager
+    async def run(app: Any) -> AsyncIterator[None]:
+        async with lifespan():
+            yield
+
+    middleware = [Middleware(ExposureMiddleware, exposure=exposure, auth=False)] if exposure.exposed else []
+    return Starlette(routes=[Route("/healthz", healthz), *routes], lifespan=run, middleware=middleware)

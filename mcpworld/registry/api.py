@@ -28,6 +28,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcpworld import __version__
+from mcpworld.core.episode_server import endpoint, running
 from mcpworld.core.security import Exposure, ExposureMiddleware
 from mcpworld.registry.mcp_server import registry_mcp_server
 from mcpworld.registry.records import MAX_RECORD_BYTES, RecordError, validate_record
@@ -273,11 +274,11 @@ def create_app(store: RegistryStore, token: str, *, host: str = "127.0.0.1",
     if anonymous is None:
         anonymous = os.environ.get(ANONYMOUS_ENV, "") in ("1", "true", "yes")
     registry_mcp = registry_mcp_server(store)
-    mcp_app = exposure.mcp_app(registry_mcp, auth=False)
+    mcp_app = endpoint(registry_mcp, exposure, auth=False)  # read-only: no token, Host/Origin checked
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with registry_mcp.session_manager.run():
+        async with running([registry_mcp]):
             if extra is None:
                 yield
             else:

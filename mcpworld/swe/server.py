@@ -32,6 +32,7 @@ from mcpworld.core.episode_server import (
     EpisodeTable,
     ToolBox,
     mount,
+    no_resources,
     requested_episode,
     running,
     text_result,
@@ -105,6 +106,7 @@ class SWEServer:
             instructions="Fix the issue in the repository with the tools, then call submit.",
             on_list_tools=self._list_tools, on_call_tool=self._call_tool,
             on_list_prompts=self._list_prompts, on_get_prompt=self._get_prompt,
+            get_tool_input_schema=TOOLBOX.input_schema, **no_resources(),
         )
         p.add_control_plane(self.server, self, {"world": "swe", "tasks": len(self.instances)})
 
@@ -327,6 +329,6 @@ def swe_routes(sw: SWEServer, host: str = "127.0.0.1", exposure: Exposure | None
 
 @contextlib.asynccontextmanager
 async def running_swe(sw: SWEServer) -> AsyncIterator[None]:
-    """Run the mounted server's HTTP session manager; remove every workspace on the way out."""
+    """Run the mounted server's HTTP endpoint; on the way out end its sessions, then remove every workspace."""
     async with running([sw.server], [sw.close_all]):
         yield

@@ -234,28 +234,16 @@ def _serve_stdio(m: Any) -> None:
 
 
 def _serve_http(m: Any, host: str, port: int) -> None:
-    import contextlib
-
-    import uvicorn
-    from starlette.applications import Starlette
-    from starlette.responses import JSONResponse
-    from starlette.routing import Route
-
+    from mcpworld.core.episode_server import endpoint_app
+    from mcpworld.core.security import Exposure
+    from mcpworld.core.serving import serve
     from mcpworld.worldmodels.servers import running_world_models
 
-    async def health(request: Any) -> JSONResponse:
-        return JSONResponse({"status": "ok", "model": m.name})
-
-    routes = m.routes(host)
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Any) -> Any:
-        async with running_world_models([m]):
-            yield
-
-    app = Starlette(routes=[Route("/healthz", health), *routes], lifespan=lifespan)
+    exposure = Exposure.of(host)
+    app = endpoint_app(m.routes(host, exposure), lambda: {"model": m.name}, lambda: running_world_models([m]),
+                       exposure)
     click.echo(f"{m.name}          http://{host}:{port}{m.path}", err=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    serve(lambda: app, host, port)
 
 
 @click.group("worldmodel")

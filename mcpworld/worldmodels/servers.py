@@ -18,7 +18,7 @@ from mcp.server.lowlevel.server import Server
 from pydantic import Field
 
 from mcpworld import __version__
-from mcpworld.core.episode_server import ToolBox, mount, running, text_result
+from mcpworld.core.episode_server import ToolBox, mount, no_resources, running, text_result
 from mcpworld.core.security import Exposure
 from mcpworld.core.tools import Absent, tool
 from mcpworld.swe.instances import Instance
@@ -59,7 +59,8 @@ class ModelServer:
                                expected=(UnknownInstance, WorkspaceError))
         self.server: Server[Any] = Server(
             f"io.mcpworld/{self.name}", version=__version__, title=self.title, description=self.description,
-            instructions=self.description, on_list_tools=self._list_tools, on_call_tool=self._call_tool)
+            instructions=self.description, on_list_tools=self._list_tools, on_call_tool=self._call_tool,
+            get_tool_input_schema=self.toolbox.input_schema, **no_resources())
 
     def instance(self, instance_id: str) -> Instance:
         found = self.instances.get(instance_id)
@@ -277,7 +278,7 @@ def world_model_servers(config: WorldModelConfig | None = None) -> list[MountedW
 
 @contextlib.asynccontextmanager
 async def running_world_models(mounted: list[MountedWorldModel]) -> AsyncIterator[None]:
-    """Run each mounted server's HTTP session manager (inside the app's lifespan); clean up on the way out."""
+    """Run each mounted server's HTTP endpoint (inside the app's lifespan); clean up on the way out."""
     async with running([m.server for m in mounted], [m.closer for m in mounted]):
         yield
 
