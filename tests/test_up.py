@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -131,6 +132,15 @@ def _start_up(env: dict, port: int, *args: str) -> subprocess.Popen:
     return proc
 
 
+def _wait_registered(base: str, name: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    """Wait until the registry lists `name` (a condition, not a time), failing early if `up` exits."""
+    deadline = time.monotonic() + timeout
+    while name not in {s["server"]["name"] for s in httpx.get(base + "/v0/servers").json()["servers"]}:
+        assert proc.poll() is None, f"up exited with {proc.returncode}"
+        assert time.monotonic() < deadline, f"{name} was not registered within {timeout:g}s"
+        time.sleep(0.1)
+
+
 def _stop(proc: subprocess.Popen) -> None:
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=30) == 0
@@ -167,8 +177,8 @@ async def test_up_with_two_workers_serves_tasks_through_the_registry(tmp_path: P
     env = {**os.environ, "MCPWORLD_HOME": str(tmp_path), "MCPWORLD_REGISTRY": f"http://127.0.0.1:{port}"}
     proc = _start_up(env, port, "--workers", "2")
     try:
-        names = {s["server"]["name"] for s in httpx.get(f"http://127.0.0.1:{port}/v0/servers").json()["servers"]}
-        assert "io.mcpworld/airline" in names
+        # /healthz can answer from worker 1 while worker 0 (the one that publishes) is still starting
+        _wait_registered(f"http://127.0.0.1:{port}", "io.mcpworld/airline", proc)
         workers = set()
         for _ in range(6):
             async with connect("airline", registry=f"http://127.0.0.1:{port}") as client:
