@@ -9,6 +9,11 @@
   the registry, the runner with the oracle policy, every world's run at once with `concurrency` episodes in flight
   in all), after an untimed pass that warms the server's caches, beside the same solutions played in-process
   (also warmed). Target >= 100/s.
+- OpenRLHF bridge rollouts/s at concurrency 64: OpenRLHF's own `MultiTurnAgentExecutor` through the bridge (a
+  scripted engine: get_reservation, cancel_reservation, final answer; 4 requests a rollout) over the bridge's
+  shared pooled client, beside the same episodes each on an `EpisodeTask` of its own (a connection and
+  handshake per rollout: the bridge's path before; no engine or tokenizer work, so it is favoured), and its
+  requests/s beside the lean generator's on the same server. Targets: faster; >= 0.8x the capacity.
 
 `python -m benchmarks.agent URL --concurrency N --episodes M [--client episodes|sdk|httpx]` is the client-path
 generator on its own (it prints the JSON that `benchmarks.loadgen` prints); `--client` swaps in the SDK's
@@ -205,6 +210,112 @@ def bench_client_path(quick: bool, concurrencies: tuple[int, ...] = (64, 1024)) 
     return rows
 
 
+# -- the OpenRLHF bridge -------------------------------------------------------------------------------------------
+
+BRIDGE_CALLS = [("get_reservation", {"reservation_id": "ZFA04Y"}),
+                ("cancel_reservation", {"reservation_id": "ZFA04Y", "reason": "change_of_plan"})]
+
+
+def _bridge_rollouts(url: str, concurrency: int, rollouts: int, kind: str) -> dict[str, Any]:
+    """`rollouts` rollouts at `concurrency`, through the bridge (`kind="bridge"`) or each on an `EpisodeTask` of
+    its own (`"handshake"`); the rate and how many passed."""
+    import asyncio
+    from dataclasses import dataclass
+
+    from mcpworld.agent.formats import TextFormat
+    from mcpworld.core.models import ToolCall
+    from mcpworld.trainer.episode_task import EpisodeTask
+    from mcpworld.trainer.openrlhf_agent import AgentExecutor
+    from mcpworld.trainer.tiny import tiny_tokenizer
+
+    fmt = TextFormat()
+    replies = [fmt.assistant_message([ToolCall(name=n, arguments=a)], None)["content"] for n, a in BRIDGE_CALLS]
+    replies.append("Cancelled.")
+    tokenizer = tiny_tokenizer([*replies, "<tool_response> </tool_response> task"], vocab_size=512)
+    label = json.dumps({"server": url, "task": "cancel-within-24h", "seed": 0, "timeout": 300})
+
+    @dataclass
+    class Params:  # what the executor reads of vLLM's SamplingParams
+        max_tokens: int | None = None
+        logprobs: int | None = None
+
+    class Engine:  # vLLM's semantics: the end-of-turn token ends token_ids, not text
+        async def generate(self, token_ids: list[int], params: Any, multi_modal_data: Any = None) -> Any:
+            text = replies[min(tokenizer.decode(token_ids).count("<tool_response>"), len(replies) - 1)]
+            ids = tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+            return SimpleNamespace(outputs=[SimpleNamespace(token_ids=ids, text=text, finish_reason="stop",
+                                                            logprobs=None)])
+
+    executor, engine = AgentExecutor(), Engine()
+
+    async def one() -> bool:
+        if kind == "bridge":
+            return (await executor.execute("task", label, Params(), 4096, tokenizer, engine))["reward"] == 1.0
+        episode = EpisodeTask(url, "cancel-within-24h", timeout=300)
+        try:
+            await episode.open()
+            await episode.call([ToolCall(name=n, arguments=a) for n, a in BRIDGE_CALLS])
+            return (await episode.verify("Cancelled.")).passed
+        finally:
+            await episode.close()
+
+    async def main() -> tuple[float, int]:
+        left, passed = [rollouts], [0]
+
+        async def worker() -> None:
+            while left[0] > 0:
+                left[0] -= 1
+                ok = await one()  # awaited first: `passed[0] += await ...` would lose the others' counts
+                passed[0] += ok
+
+        began = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        return rollouts / (time.perf_counter() - began), passed[0]
+
+    os.environ.setdefault("MCPWORLD_INFRA_RETRIES", "0")  # a lost rollout is counted, never hidden by a retry
+    rate, passed = asyncio.run(main())
+    return {"rate": rate, "passed": passed, "rollouts": rollouts}
+
+
+def bench_bridge(quick: bool, concurrency: int = 64) -> list[Row]:
+    """The bridge's rollouts/s over its shared client against one connection per rollout, and its requests/s
+    against the server's capacity, same server, same run (alternated, best of each)."""
+    try:
+        import openrlhf.utils.agent  # noqa: F401
+    except ImportError as exc:
+        print(f"skipping the OpenRLHF bridge rows: {exc} (install openrlhf --no-deps, see .ci/run)", file=sys.stderr)
+        return []
+    port = free_port()
+    proc = subprocess.Popen(mcpworld_cmd("serve", "worlds", "--only", "airline", "--port", str(port)),
+                            env={**os.environ, "MCPWORLD_HOME": tempfile.mkdtemp()}, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    rollouts = 256 if quick else 512
+    best: dict[str, dict[str, Any]] = {k: {"rate": 0.0} for k in ("bridge", "handshake", "capacity")}
+    try:
+        wait_http(f"http://127.0.0.1:{port}/healthz", proc)
+        url = f"http://127.0.0.1:{port}/worlds/airline/mcp"
+        _bridge_rollouts(url, concurrency, concurrency, "bridge")  # warm-up: imports, the server's caches
+        for _ in range(2 if quick else 3):  # alternated, best of each: other load only ever slows a run down
+            for kind in ("bridge", "handshake"):
+                best[kind] = max(best[kind], _bridge_rollouts(url, concurrency, rollouts, kind), key=_rate)
+            best["capacity"] = max(best["capacity"], _generator("benchmarks.loadgen", url, concurrency, rollouts),
+                                   key=_rate)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    ours, before = best["bridge"], best["handshake"]
+    ok = ours["passed"] == ours["rollouts"] and before["passed"] == before["rollouts"]
+    requests = ours["rate"] * (len(BRIDGE_CALLS) + 2)  # start, the calls, verify with close
+    print(f"bridge c={concurrency}: {ours['rate']:,.1f} rollouts/s shared client, {before['rate']:,.1f} with a "
+          f"connection per rollout; {requests:,.0f} vs {best['capacity']['rate']:,.0f} req/s", file=sys.stderr)
+    return [Row(f"OpenRLHF bridge rollouts/s, c={concurrency} (shared client)", ours["rate"], "rollouts/s",
+                "a connection + handshake per rollout (EpisodeTask)", before["rate"], "faster",
+                ok and ours["rate"] > before["rate"]),
+            Row(f"OpenRLHF bridge requests/s, c={concurrency}", requests, "req/s",
+                f"lean aiohttp loadgen ({_label(best['capacity'])})", best["capacity"]["rate"], ">= 0.8x",
+                ok and requests >= 0.8 * best["capacity"]["rate"])]
+
+
 # -- oracle episodes through the registry --------------------------------------------------------------------------
 
 
@@ -263,7 +374,8 @@ def bench_oracle(quick: bool, concurrency: int = 32, workers: int = 2) -> list[R
 
 
 def bench_agent(quick: bool) -> list[Row]:
-    return bench_client_path(quick) + bench_oracle(quick, workers=1) + bench_oracle(quick, workers=2)
+    return bench_client_path(quick) + bench_bridge(quick) + bench_oracle(quick, workers=1) + \
+        bench_oracle(quick, workers=2)
 
 
 def main(argv: list[str] | None = None) -> int:

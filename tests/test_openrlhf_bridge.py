@@ -234,6 +234,55 @@ def test_every_ending_closes_its_episode(capped_server: str, monkeypatch: pytest
     assert run(rounds) == [[1.0, -1.0, -1.0, 0.0]] * 3
 
 
+def test_a_batch_of_rollouts_shares_one_connection(worlds_url: str) -> None:
+    """16 concurrent rollouts through a counting pass-through proxy in front of the real server: one discovery
+    and one tools/list for the whole batch (no handshake per rollout), 16 episodes started and verified, all
+    passing; the next batch reconnects once, and nothing is left running between them."""
+    from aiohttp import ClientSession, web
+
+    upstream = f"{worlds_url}/worlds/airline/mcp"
+    methods: list[str] = []
+    tokenizer = tiny_tokenizer([*GOOD, "<tool_response> </tool_response> task"], vocab_size=512)
+    engine = ScriptedEngine(tokenizer, {"task": GOOD})
+    executor = AgentExecutor()
+
+    async def main() -> tuple[list[float], list[str], list[float], list[str]]:
+        async with ClientSession() as http:
+            async def forward(request: web.Request) -> web.Response:
+                body = await request.read()
+                methods.append(json.loads(body)["method"])
+                headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host", "content-length")}
+                async with http.post(upstream, data=body, headers=headers) as answer:
+                    return web.Response(body=await answer.read(), status=answer.status,
+                                        content_type=answer.content_type)
+
+            app = web.Application()
+            app.router.add_post("/mcp", forward)
+            runner = web.AppRunner(app)
+            await runner.setup()
+            port = free_port()
+            await web.TCPSite(runner, "127.0.0.1", port).start()
+            try:
+                batches = []
+                for _ in range(2):
+                    methods.clear()
+                    results = await asyncio.gather(*(executor.execute("task", label(f"http://127.0.0.1:{port}/mcp"),
+                                                                      SamplingParams(), 4096, tokenizer, engine)
+                                                     for _ in range(16)))
+                    assert not [t for t in asyncio.all_tasks() if t.get_name().startswith("mcpworld client")]
+                    batches += [[r["reward"] for r in results], list(methods)]
+            finally:
+                await runner.cleanup()
+        return tuple(batches)  # type: ignore[return-value]
+
+    first, first_methods, second, second_methods = run(main)
+    assert first == second == [1.0] * 16
+    for seen in (first_methods, second_methods):
+        assert seen.count("server/discover") == 1 and seen.count("tools/list") == 1, sorted(set(seen))
+        assert "initialize" not in seen
+        assert seen.count("io.mcpworld/episode/start") == 16 and seen.count("io.mcpworld/episode/verify") == 16
+
+
 def test_server_killed_mid_run(doomed_server, monkeypatch: pytest.MonkeyPatch) -> None:
     """Rollouts gathered as OpenRLHF's generate_responses gathers them (no return_exceptions): 8 finish, then
     32 more start and the server is killed once 8 of those have made a tool call, while the rest are

@@ -10,6 +10,7 @@ from __future__ import annotations
 import secrets
 from typing import Any, Literal, Protocol
 
+import anyio
 import mcp_types as types
 
 from mcpworld.core.models import TaskInfo, Verdict
@@ -152,11 +153,14 @@ class EpisodeControl:
         self.client = client
         self.timeout_s = timeout_s
         self._tools: list[types.Tool] | None = None
+        self._listing = anyio.Lock()
 
     async def tools(self) -> list[types.Tool]:
-        """The server's domain tools, listed once per connection (they do not change between episodes)."""
-        if self._tools is None:
-            self._tools = (await self.client.list_tools()).tools
+        """The server's domain tools, listed once per connection (they do not change between episodes), however
+        many callers ask at once."""
+        async with self._listing:
+            if self._tools is None:
+                self._tools = (await self.client.list_tools()).tools
         return self._tools
 
     async def _send(self, request: Any, result_type: type[types.Result]) -> Any:

@@ -2,9 +2,10 @@
 
 The MCP SDK ties a connection to the task that opened it (anyio cancel scopes and a task group): when the
 transport dies it cancels that task, and a scope left from another task fails ("Attempted to exit cancel scope
-in a different task"). A trainer's rollout (OpenRLHF's `execute`, a TRL tool call) must see neither. So the
-connection, every request on it and its closing run in one task of ours; the rollout hands it requests
-through a queue and gets each answer, or a `ConnectionError` once the episode is lost: never a cancellation.
+in a different task"). A TRL tool call, run from another thread, must see neither. So the connection, every
+request on it and its closing run in one task of ours; the rollout hands it requests through a queue and gets
+each answer, or a `ConnectionError` once the episode is lost: never a cancellation. It costs a connection and
+a handshake per episode; the OpenRLHF bridge shares one pooled `EpisodeClient` instead (`SharedClient`).
 """
 
 from __future__ import annotations

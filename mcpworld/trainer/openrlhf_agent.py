@@ -6,10 +6,12 @@ next user turn written exactly as the model's chat template writes it (`chat_tur
 one reward table's (`Termination.reward`, docs/training.md "Rewards").
 
 Guarantees OpenRLHF needs: `step` never raises (a server dying mid-episode, a lost connection, a stray
-cancellation all end the rollout as an infrastructure error); each episode lives in one task of its own for
-its whole life (`EpisodeTask`: connect, start, play, verify, close), so the SDK never cancels OpenRLHF's
-task; `sampling_params` is copied per episode (a group shares one object and the executor mutates it);
-`extra_logs` always has the same keys (`LOG_KEYS`); the episode is always closed.
+cancellation all end the rollout as an infrastructure error); rollouts on one event loop share one pooled
+connection per server (`SharedClient`: an `EpisodeClient` held open by a task of its own while any rollout
+uses it, so no handshake per rollout and the SDK never cancels OpenRLHF's task; a request on a connection
+that dies fails with `ConnectionError`, and the next rollout reconnects); `sampling_params` is copied per
+episode (a group shares one object and the executor mutates it); `extra_logs` always has the same keys
+(`LOG_KEYS`); the episode is always closed, and the last rollout out closes the connection.
 
 Infrastructure errors are not the model's doing and never become a reward. OpenRLHF 0.11 has no way to skip
 one sample (`generate_responses` gathers a prompt's samples without `return_exceptions`; advantages reshape
@@ -43,6 +45,7 @@ import math
 import os
 import random
 import time
+import weakref
 from copy import deepcopy
 from dataclasses import dataclass
 from typing import Any
@@ -50,11 +53,13 @@ from typing import Any
 import torch
 from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
 
+from mcpworld.agent.episodes import EpisodeClient
 from mcpworld.agent.formats import TextFormat
 from mcpworld.agent.loop import infra_error_text, infra_reason
 from mcpworld.agent.trajectory import Termination
+from mcpworld.core.protocol import EpisodeControl
 from mcpworld.trainer.chat_turns import CHATML, TurnTemplate, turn_template
-from mcpworld.trainer.episode_task import EpisodeLost, EpisodeTask
+from mcpworld.trainer.episode_task import tool_text
 
 LOG_KEYS = ("env_error", "infra_error", "format_error", "truncated", "passed", "turns", "tool_errors", "attempts")
 INFRA_MODES = ("filter", "zero", "raise")
@@ -107,6 +112,64 @@ def log_rollout(result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+ClientKey = tuple[str, str | None, float]  # (server, registry, timeout)
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[ClientKey, SharedClient]] = \
+    weakref.WeakKeyDictionary()
+
+
+class SharedClient:
+    """The rollouts' `EpisodeClient` for one server on this event loop, entered by a task of its own (the one
+    an `EpisodeClient` needs for its whole life: OpenRLHF has no context to hold it) and closed by the last
+    rollout that leaves, so nothing outlives a batch and each batch reconnects once, not once per rollout."""
+
+    def __init__(self, key: ClientKey):
+        server, registry, timeout = key
+        self.key, self.users = key, 0
+        self.client = EpisodeClient(server, registry=registry, timeout=timeout)
+        self.entered = asyncio.Event()
+        self.stop = asyncio.Event()
+        self.failure: BaseException | None = None
+        self.holder = asyncio.create_task(self._hold(), name=f"mcpworld client {server}")
+
+    @classmethod
+    def acquire(cls, key: ClientKey) -> SharedClient:
+        """This loop's client for `key` (started when there is none), counted as used until `release`."""
+        shared = _clients.setdefault(asyncio.get_running_loop(), {})
+        entry = shared.get(key)
+        if entry is None or entry.holder.done():
+            entry = shared[key] = cls(key)
+        entry.users += 1
+        return entry
+
+    async def control(self) -> EpisodeControl:
+        """The shared connection's control (connecting when it is not open); raises when it cannot."""
+        await self.entered.wait()
+        if self.holder.done():
+            raise ConnectionError(f"the shared MCP client stopped: {self.failure or 'closed'}")
+        return await self.client.control()
+
+    async def release(self) -> None:
+        """One rollout done with it; the last one closes the connection and waits for that."""
+        self.users -= 1
+        if self.users > 0:
+            return
+        shared = _clients.get(asyncio.get_running_loop(), {})
+        if shared.get(self.key) is self:
+            del shared[self.key]
+        self.stop.set()
+        await asyncio.wait({self.holder})
+
+    async def _hold(self) -> None:
+        try:
+            async with self.client:
+                self.entered.set()
+                await self.stop.wait()
+        except Exception as exc:  # kept for `control`: a rollout reports it as an infrastructure error
+            self.failure = exc
+        finally:
+            self.entered.set()
+
+
 @dataclass
 class Rollout:
     """What one `execute` shares with its agent: the chat template's turn text and the engine's last output."""
@@ -143,7 +206,9 @@ class MCPWorldAgent(AgentInstanceBase):
     def __init__(self, *args: Any, **kwargs: Any):
         self.rollout = _rollout.get() or Rollout(CHATML, 1)
         self.rollout.agent = self
-        self.episode: EpisodeTask | None = None
+        self.shared: SharedClient | None = None
+        self.ctl: EpisodeControl | None = None
+        self.episode: str | None = None  # the server's episode id while it is open
         self.tools: set[str] = set()
         self.turns = 0
         self.tool_errors = 0
@@ -159,10 +224,11 @@ class MCPWorldAgent(AgentInstanceBase):
         except Exception as exc:  # a bad dataset row: retrying cannot help, and it is nobody's reward
             self.error = f"bad label: {type(exc).__name__}: {exc}"
             return {"observation": states["observation"]}
-        self.episode = EpisodeTask(label["server"], label["task"], int(label.get("seed", 0)), label.get("registry"),
-                                   float(label.get("timeout", 60)))
+        self.shared = SharedClient.acquire((label["server"], label.get("registry"), float(label.get("timeout", 60))))
         try:
-            self.tools = {t.name for t in await self.episode.open()}
+            self.ctl = await self.shared.control()
+            self.tools = {t.name for t in await self.ctl.tools()}
+            self.episode = (await self.ctl.start(label["task"], int(label.get("seed", 0)))).episode
         except Exception as exc:  # reported at the first step, never raised into OpenRLHF
             self._lose(exc)
         return {"observation": states["observation"]}
@@ -180,7 +246,8 @@ class MCPWorldAgent(AgentInstanceBase):
         return self.result(0.0, "", True)
 
     async def _step(self, text: str) -> dict[str, Any]:
-        if self.error is not None or self.episode is None:
+        ctl, episode = self.ctl, self.episode
+        if self.error is not None or ctl is None or episode is None:
             return self.result(0.0, "", True)
         self.turns += 1
         last = self.rollout.last
@@ -191,10 +258,14 @@ class MCPWorldAgent(AgentInstanceBase):
         if any(c.name not in self.tools for c in action.calls):
             return self._end(Termination.UNKNOWN_TOOL)
         if not action.calls or self.turns > self.max_turns:
-            verdict = await self.episode.verify(action.final)
+            verified = await ctl.verify(episode, action.final, close=True)
+            if verified.closed:
+                self.episode = None
+            verdict = verified.verdict
             ended = Termination.FINAL_ANSWER if not action.calls else Termination.MAX_TURNS
             return self._end(ended, verdict.passed)
-        results = await self.episode.call(action.calls)
+        results = [(tool_text(r), bool(r.is_error)) for r in
+                   [await ctl.call(episode, c.name, c.arguments) for c in action.calls]]
         self.tool_errors += sum(is_error for _, is_error in results)
         blocks = self.format.result_messages(action, results)[0]["content"]
         ids = getattr(last, "token_ids", None)
@@ -205,9 +276,8 @@ class MCPWorldAgent(AgentInstanceBase):
         return self.result(termination.reward(passed), "", True, passed=passed)
 
     def _lose(self, exc: BaseException) -> None:
-        cause = exc.cause if isinstance(exc, EpisodeLost) else exc
         self.termination = Termination.INFRA_ERROR
-        self.error, self.infra = infra_error_text(cause), infra_reason(cause)
+        self.error, self.infra = infra_error_text(exc), infra_reason(exc)
 
     def result(self, reward: float, feedback: str, done: bool, *, passed: bool = False) -> dict[str, Any]:
         logs = {"env_error": float(self.error is not None), "infra_error": float(self.infra is not None),
@@ -219,9 +289,19 @@ class MCPWorldAgent(AgentInstanceBase):
                 "done": done, "extra_logs": {k: torch.tensor(logs[k]) for k in LOG_KEYS}}
 
     async def close(self) -> None:
-        episode, self.episode = self.episode, None
-        if episode is not None:
-            await episode.close()
+        """End the episode if still open (bounded: a dying server must not hold the rollout) and let go of the
+        shared client; never raises."""
+        episode, self.episode, shared, self.shared = self.episode, None, self.shared, None
+        try:
+            if episode is not None and self.ctl is not None:
+                try:
+                    async with asyncio.timeout(5):
+                        await self.ctl.close(episode)
+                except Exception:  # the server may be gone: the episode dies with it
+                    pass
+        finally:
+            if shared is not None:
+                await shared.release()
 
 
 class AgentExecutor(MultiTurnAgentExecutor):
