@@ -282,3 +282,23 @@ def test_each_format_answers_its_own_local_actions() -> None:
         assert get_format(name).local_messages(Action(message={}, local="list_tools"), tools) is None
     call = awm.assistant_message([], None) | {"content": "done"}
     assert awm.local_messages(awm.parse(call, []), tools) is None
+
+
+@pytest.mark.parametrize("drops", [True, False], ids=["tools-dropped", "tools-honoured"])
+def test_run_says_when_the_endpoint_drops_native_tools(worlds_url: str, tmp_path: Path, drops: bool) -> None:
+    """`mcpworld run --policy openai --format native` against an endpoint that drops `tools` stops before any
+    episode, saying what to do instead; one that honours them plays, each reply capped by --max-tokens."""
+    llm = ReplayLLM({"Say ok.": [{"content": "ok"}], "": [{"content": "I cannot help."}]}, drops_tools=drops)
+    out = tmp_path / "run.jsonl"
+    with serve(llm, free_port()) as base:
+        result = subprocess.run(mcpworld_cmd("run", "--server", f"{worlds_url}/worlds/airline/mcp", "--task",
+                                             "cancel-within-24h", "--policy", "openai", "--model", "m", "--base-url",
+                                             base, "--max-tokens", "55", "-o", str(out)),
+                                capture_output=True, text=True, timeout=300)
+    if drops:
+        assert result.returncode == 1 and "ignores the `tools` parameter" in result.stderr
+        assert "--format text" in result.stderr and not out.exists()
+    else:
+        assert result.returncode == 0, result.stderr[-2000:]
+        played = [r for r in llm.requests if r["messages"][0]["content"] != "Say ok."]
+        assert played and all(r["max_tokens"] == 55 and r["tools"] for r in played)

@@ -42,6 +42,10 @@ def default_output(server: str, policy: str) -> Path:
 @click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="native", show_default=True,
               help="Tool-call format: native tool_calls, <tool_call> text, or AWM's list_tools/call_tool.")
 @click.option("--temperature", type=float, default=None)
+@click.option("--max-tokens", type=int, default=None,
+              help="Cap on each reply (--policy openai); a tool call cut off there ends the episode as `truncated`.")
+@click.option("--no-tool-check", is_flag=True,
+              help="Skip checking that the endpoint honours native `tools` (--policy openai --format native).")
 @click.option("--replay-file", type=click.Path(exists=True, path_type=Path), default=None,
               help="Trajectories to replay with --policy replay.")
 @click.option("-n", "--samples", default=1, show_default=True, help="Samples per task.")
@@ -64,7 +68,8 @@ def default_output(server: str, policy: str) -> Path:
 @click.option("--registry", default=None,
               help="Registry base URL (default: $MCPWORLD_REGISTRY, else the running `mcpworld up`, else :8765).")
 def run_command(server: str, task_ids: tuple[str, ...], split: str | None, policy: str, model: str | None,
-                base_url: str | None, fmt: str, temperature: float | None, replay_file: Path | None, samples: int,
+                base_url: str | None, fmt: str, temperature: float | None, max_tokens: int | None,
+                no_tool_check: bool, replay_file: Path | None, samples: int,
                 concurrency: int, max_turns: int, turn_timeout: float, history: int | None, seed: int,
                 output: Path | None, resume: bool, retries: int, retry_backoff: float, registry: str | None) -> None:
     """Run episodes and record trajectories (JSONL, one episode per line).
@@ -98,6 +103,12 @@ def run_command(server: str, task_ids: tuple[str, ...], split: str | None, polic
         raise click.UsageError("--resume needs -o/--output: the trajectory file to resume")
     if policy == "openai" and not (model and base_url):
         raise click.UsageError("--policy openai needs --model and --base-url (or MCPWORLD_MODEL / OPENAI_BASE_URL)")
+    if policy == "openai" and fmt == "native" and not no_tool_check:
+        from mcpworld.agent.formats import native_tools_problem
+        from mcpworld.core.llm import ChatClient
+
+        if problem := native_tools_problem(ChatClient(base_url=base_url, model=model)):  # type: ignore[arg-type]
+            raise click.ClickException(problem)
     try:
         tasks = anyio.run(list_tasks, server, registry, split)
     except ConnectError as exc:
@@ -115,7 +126,8 @@ def run_command(server: str, task_ids: tuple[str, ...], split: str | None, polic
 
     def policy_for(index: int) -> Policy:
         return make_policy(policy, seed=seed, index=index, format=fmt, model=model, base_url=base_url,
-                           temperature=temperature, timeout_s=turn_timeout, replay_file=replay_file)
+                           temperature=temperature, max_tokens=max_tokens, timeout_s=turn_timeout,
+                           replay_file=replay_file)
 
     total = len(tasks) * samples
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

@@ -224,6 +224,28 @@ async def check_native_tools(client: ChatClient) -> None:
             "--tool-call-parser ...).")
 
 
+def native_tools_problem(client: ChatClient) -> str | None:
+    """Why `client`'s endpoint cannot play the native format (it drops `tools`, or does not answer), or None.
+
+    Runs `check_native_tools` on an event loop of its own and closes the client: what a command does once,
+    before its run starts, so a person learns at once instead of from a run of tool-less episodes."""
+    import anyio
+
+    from mcpworld.core.llm import LLMError
+
+    async def probe() -> None:
+        try:
+            await check_native_tools(client)
+        finally:
+            await client.aclose()  # its connections belong to this event loop, not the run's
+
+    try:
+        anyio.run(probe)
+    except (NativeToolsUnsupported, LLMError) as exc:
+        return str(exc)
+    return None
+
+
 def get_format(name: str) -> Format:
     try:
         return FORMATS[name]()

@@ -150,12 +150,13 @@ POLICIES = ("oracle", "random", "replay", "openai")
 
 def make_policy(name: str, *, seed: int = 0, index: int = 0, format: str | Format = "native",
                 client: ChatClient | None = None, model: str | None = None, base_url: str | None = None,
-                temperature: float | None = None, timeout_s: float | None = None,
+                temperature: float | None = None, max_tokens: int | None = None, timeout_s: float | None = None,
                 replay_file: str | Path | None = None, token: str | None = None) -> Policy:
     """The policy called `name` for runner worker `index`: the one factory behind every command and screen.
 
     Random policies are seeded `seed * 1000 + index`, so workers and runs draw apart. `openai` talks to
-    `client`, or to a new `ChatClient` for `model` at `base_url` (unset options keep the client's defaults).
+    `client`, or to a new `ChatClient` for `model` at `base_url` (unset options keep the client's defaults;
+    `max_tokens` caps each reply).
     """
     fmt = get_format(format) if isinstance(format, str) else format
     if name == "oracle":
@@ -169,7 +170,8 @@ def make_policy(name: str, *, seed: int = 0, index: int = 0, format: str | Forma
     if name == "openai":
         if client is None:
             options: dict[str, Any] = {"base_url": base_url, "model": model, "timeout_s": timeout_s}
+            sampling = {"temperature": temperature, "max_tokens": max_tokens}
             client = ChatClient(**{k: v for k, v in options.items() if v is not None},
-                                sampling={"temperature": temperature} if temperature is not None else {})
+                                sampling={k: v for k, v in sampling.items() if v is not None})
         return OpenAIPolicy(client, fmt)
     raise ValueError(f"unknown policy {name!r}; choose from {', '.join(POLICIES)}")

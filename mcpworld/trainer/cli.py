@@ -79,22 +79,12 @@ def rollouts(server: str, split: str, group_size: int, policy: str, model: str |
 
     client = None
     if policy == "openai":
-        from mcpworld.agent.formats import NativeToolsUnsupported, check_native_tools
-        from mcpworld.core.llm import LLMError
+        from mcpworld.agent.formats import native_tools_problem
 
         client = ChatClient(base_url=base_url, model=model,  # type: ignore[arg-type]
                             sampling={"temperature": temperature, "max_tokens": max_tokens})
-        async def probe(chat: ChatClient) -> None:
-            try:
-                await check_native_tools(chat)
-            finally:
-                await chat.aclose()  # its connections belong to this event loop, not the run's
-
-        if fmt == "native" and not no_tool_check:
-            try:
-                anyio.run(probe, client)
-            except (NativeToolsUnsupported, LLMError) as exc:
-                raise click.ClickException(str(exc)) from None
+        if fmt == "native" and not no_tool_check and (problem := native_tools_problem(client)):
+            raise click.ClickException(problem)
 
     def policy_for(index: int) -> Policy:
         return make_policy(policy, seed=spec.seed, index=index, format=fmt, client=client)
