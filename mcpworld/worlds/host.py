@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import base64
+import bisect
 import contextlib
+import gc
+import json
 import logging
 import sys
 import weakref
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from starlette.applications import Starlette
@@ -27,8 +31,11 @@ from mcpworld.worlds.server import WorldServer
 logger = logging.getLogger(__name__)
 
 
+INDEX_PAGE, INDEX_MAX_PAGE = 30, 100  # the /worlds index pages as the registry's /v0/servers does
+
+
 def load_runtime(name_or_path: str) -> WorldRuntime:
-    """A world by catalog name or package path, loaded and with its seeded template built."""
+    """A world by catalog name or package path, loaded and with its seeded template built (seed errors now)."""
     runtime = WorldRuntime(load_world(resolve(name_or_path)))
     runtime.template(None)
     return runtime
@@ -51,17 +58,57 @@ def world_routes(servers: Sequence[WorldServer], host: str = "127.0.0.1",
     """
     exposure = exposure or Exposure.of(host)
     by_name = {s.runtime.world.name: s for s in servers}
+    ordered = sorted(by_name)
 
     async def index(request: Request) -> JSONResponse:
+        try:
+            names, next_cursor = index_page(ordered, request.query_params.get("cursor"),
+                                            request.query_params.get("limit"))
+        except ValueError as exc:
+            return JSONResponse({"detail": str(exc)}, status_code=400)
         base = str(request.base_url).rstrip("/")
-        return JSONResponse({"worlds": [
-            {"name": name, "url": base + world_path(name), "title": s.runtime.world.title,
-             "tools": len(s.runtime.tools), "tasks": len(s.runtime.tasks), "live_episodes": len(s.episodes)}
-            for name, s in by_name.items()
-        ]})
+        metadata: dict[str, Any] = {"count": len(names), "total": len(ordered)}
+        if next_cursor:
+            metadata["nextCursor"] = next_cursor
+        return JSONResponse({"worlds": [index_entry(by_name[name], base) for name in names], "metadata": metadata})
 
     mounts = [Mount(f"/worlds/{name}", app=exposure.guard(http_app(s, exposure))) for name, s in by_name.items()]
     return [Route("/worlds", index), *mounts]
+
+
+def index_entry(server: WorldServer, base: str) -> dict[str, Any]:
+    """A world in the /worlds index: what it offers and whether its starting state is built yet (never built here)."""
+    runtime = server.runtime
+    error = runtime.template_error(None)
+    entry = {"name": runtime.world.name, "url": base + world_path(runtime.world.name), "title": runtime.world.title,
+             "tools": len(runtime.tools), "tasks": len(runtime.tasks), "live_episodes": len(server.episodes),
+             "seeded": runtime.has_template(None) and error is None}
+    if error is not None:
+        entry["error"] = error
+    return entry
+
+
+def index_page(names: Sequence[str], cursor: str | None, limit: str | None) -> tuple[list[str], str | None]:
+    """One page of sorted `names` after `cursor`, as the registry pages (`?cursor=&limit=`, `nextCursor`)."""
+    try:
+        size = INDEX_PAGE if limit is None else int(limit)
+    except ValueError:
+        size = 0
+    if not 1 <= size <= INDEX_MAX_PAGE:
+        raise ValueError(f"invalid limit {limit!r}: pass a whole number from 1 to {INDEX_MAX_PAGE}")
+    start = 0
+    if cursor:
+        try:
+            after = json.loads(base64.urlsafe_b64decode(cursor.encode()))["after"]
+            if not isinstance(after, str):
+                raise ValueError(after)
+        except (ValueError, TypeError, KeyError):
+            raise ValueError(f"invalid cursor {cursor!r}: pass metadata.nextCursor from the previous page") from None
+        start = bisect.bisect_right(names, after)
+    page = list(names[start:start + size])
+    more = start + size < len(names)
+    cursor = base64.urlsafe_b64encode(json.dumps({"after": page[-1]}).encode()).decode() if more and page else None
+    return page, cursor
 
 
 _http_apps: weakref.WeakKeyDictionary[WorldServer, StreamableHTTP] = weakref.WeakKeyDictionary()
@@ -115,17 +162,34 @@ def worlds_app(servers: Sequence[WorldServer], host: str = "127.0.0.1", *,
 
 def build_servers(names: Sequence[str], limits: EpisodeLimits, interactive: bool = False,
                   skip_broken: bool = False, token: str | None = None) -> list[WorldServer]:
-    """WorldServers for `names`; with `skip_broken`, a world that fails to load is reported and left out.
+    """WorldServers for `names`; with `skip_broken`, a world that fails to import is reported and left out.
 
+    Lazy: no world's seed runs here. Its template is built on its first episode, where a failing seed is that
+    world's error alone (`WorldUnavailable`), so hundreds of installed worlds start in the time their imports take.
     `token` is the secret that unlocks reference solutions (default: the local registry token).
     """
     out = []
-    for name in names:
-        try:
-            out.append(WorldServer(load_runtime(name), limits, interactive=interactive, token=token))
-        except Exception as exc:
-            if not skip_broken:
-                raise
-            logger.warning("skipping world %s: %s", name, exc)
-            print(f"warning: skipping world {name}: {exc}", file=sys.stderr)
+    with _collector_paused():
+        for name in names:
+            try:
+                runtime = WorldRuntime(load_world(resolve(name)))
+                out.append(WorldServer(runtime, limits, interactive=interactive, token=token))
+            except Exception as exc:
+                if not skip_broken:
+                    raise
+                logger.warning("skipping world %s: %s", name, exc)
+                print(f"warning: skipping world {name}: {exc}", file=sys.stderr)
     return out
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while worlds load: each full pass rescans every world loaded before, so
+    with hundreds of worlds the collector, not the imports, took half the start-up (docs/benchmarks.md)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

@@ -12,6 +12,7 @@ import random
 import re
 import secrets
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -128,6 +129,24 @@ class Episode:
     calls: int = 0
     session: Session | None = None  # one per episode: its identity map spares repeated reads a query
     generated: dict[str, str] = field(default_factory=dict)  # ids `new_id` made in this episode -> prefix
+    _serving: int = 0  # calls in progress (a blocking one may outlive its caller's timeout)
+    _serving_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def busy(self) -> bool:
+        """Whether a call is running on this episode: the episode table never evicts a busy episode."""
+        return self._serving > 0
+
+    @contextmanager
+    def serving(self) -> Iterator[None]:
+        """Mark the episode busy for the block (nestable, any thread)."""
+        with self._serving_lock:
+            self._serving += 1
+        try:
+            yield
+        finally:
+            with self._serving_lock:
+                self._serving -= 1
 
     def close(self) -> None:
         if self.session is not None:
@@ -147,7 +166,9 @@ class CallResult:
 
 
 class WorldRuntime:
-    """Everything the server needs about one world, computed once when the world is loaded."""
+    """Everything the server needs about one world. Tools and tasks are read when the world is loaded; its
+    templates (seeded databases) and reference end states are built on first use, so a server with
+    hundreds of worlds installed starts without running any world's seed."""
 
     def __init__(self, world: World):
         self.world = world
@@ -167,6 +188,8 @@ class WorldRuntime:
             name: tuple(c.name for c in table.primary_key.columns) for name, table in self.metadata.tables.items()
         }
         self._templates: dict[str | None, Template] = {}
+        self._failed: dict[str | None, BaseException] = {}  # a seed or setup that raised: raised again, not rerun
+        self._template_lock = threading.RLock()  # one build per template, whichever thread asks first
         self._references: dict[tuple[str, int | None], list[Canonical]] = {}  # (task, seed or None: any)
         self.engine = engine_for(_ActiveConnection)
 
@@ -181,32 +204,57 @@ class WorldRuntime:
         return session
 
     def template(self, task: Task | None) -> Template:
-        """The starting state for `task` (the seeded world, plus the task's setup), built once."""
-        key = task.id if task is not None and task.setup is not None else None
-        if key in self._templates:
-            return self._templates[key]
-        if key is None:
-            conn = self.open_connection()
-            engine = engine_for(conn)
-            self.metadata.create_all(engine)
+        """The starting state for `task` (the seeded world, plus the task's setup), built once, on first use.
+
+        Thread-safe: concurrent first episodes wait for one build. A seed or setup that raises raises the same
+        error on every later use (the package is not re-imported until the server restarts)."""
+        key = _template_key(task)
+        made = self._templates.get(key)
+        if made is not None:
+            return made
+        with self._template_lock:
+            if key in self._templates:
+                return self._templates[key]
+            if key in self._failed:
+                raise self._failed[key].with_traceback(None)
+            try:
+                made = self._build_template(task if key is not None else None)
+            except BaseException as exc:
+                if not isinstance(exc, (KeyboardInterrupt, GeneratorExit, MemoryError)):
+                    self._failed[key] = exc
+                raise
+            self._templates[key] = made
+            return made
+
+    def has_template(self, task_id: str | None) -> bool:
+        """Whether the template an episode of `task_id` starts from is built (or failed): starting one is fast."""
+        key = _template_key(self.tasks.get(task_id) if task_id is not None else None)
+        return key in self._templates or key in self._failed
+
+    def template_error(self, task_id: str | None) -> str | None:
+        """Why building the template of `task_id` failed (type and first line), or None if it did not (yet)."""
+        exc = self._failed.get(_template_key(self.tasks.get(task_id) if task_id is not None else None))
+        return None if exc is None else f"{type(exc).__name__}: {_first_line(exc) or 'no message'}"
+
+    def _build_template(self, task: Task | None) -> Template:
+        setup = task.setup if task is not None else None
+        conn = self.open_connection(self.template(None).data if setup is not None else None)
+        engine = engine_for(conn)
+        try:
+            if setup is None:
+                self.metadata.create_all(engine)
             with self.new_session(engine, random.Random(0)) as db:
-                self.world.seed(db)
+                (self.world.seed if setup is None else setup)(db)
                 db.commit()
-            install_change_log(conn, self.primary_keys)
-        else:
-            base = self.template(None)
-            conn = self.open_connection(base.data)
-            engine = engine_for(conn)
-            with self.new_session(engine, random.Random(0)) as db:
-                task.setup(db)  # type: ignore[union-attr]
-                db.commit()
-            conn.execute(f"DELETE FROM {CHANGES_TABLE}")
-            conn.commit()
-        made = Template(conn.serialize())
-        engine.dispose()
-        conn.close()
-        self._templates[key] = made
-        return made
+            if setup is None:
+                install_change_log(conn, self.primary_keys)
+            else:
+                conn.execute(f"DELETE FROM {CHANGES_TABLE}")
+                conn.commit()
+            return Template(conn.serialize())
+        finally:
+            engine.dispose()
+            conn.close()
 
     @staticmethod
     def open_connection(data: bytes | None = None) -> sqlite3.Connection:
@@ -253,7 +301,7 @@ class WorldRuntime:
         if episode.session is None:
             episode.session = self.new_session(episode.engine or self.engine, episode.rng, episode.generated)
         db = episode.session
-        with _activate(episode.conn):
+        with episode.serving(), _activate(episode.conn):
             try:
                 value = to_jsonable(spec.fn(db, **kwargs))
                 db.commit()
@@ -276,7 +324,8 @@ class WorldRuntime:
     def read_rows(self, conn: sqlite3.Connection, table: str, keys: list[str] | None = None) -> dict[str, Row]:
         """Rows of `table` by key string: all of them, or only those whose key is in `keys`."""
         pk = self.primary_keys[table]
-        sql, params = f'SELECT * FROM "{table}"', ()
+        sql = f'SELECT * FROM "{table}"'
+        params: tuple[str, ...] = ()
         if keys is not None:
             ref = f'"{table}"'
             sql += f" WHERE {_key_sql(ref, pk)} IN (SELECT value FROM json_each(?))"
@@ -489,6 +538,11 @@ def normalize_verdict(raw: bool | Check | Verdict | Iterable[Any]) -> Verdict:
         return Verdict(passed=False, score=0.0, checks=[Check(name="verifier returned checks", passed=False)])
     passed = sum(c.passed for c in checks)
     return Verdict(passed=passed == len(checks), score=passed / len(checks), checks=checks)
+
+
+def _template_key(task: Task | None) -> str | None:
+    """Which template an episode of `task` starts from: its own when it has a setup, else the seeded world's."""
+    return task.id if task is not None and task.setup is not None else None
 
 
 def _regexp(pattern: str | None, value: str | None) -> bool | None:

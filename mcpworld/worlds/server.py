@@ -6,10 +6,12 @@ control plane is the `io.mcpworld/episode` extension (methods in `mcpworld.core.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
@@ -25,7 +27,7 @@ from mcpworld.core.episode_server import (
     with_handle_note,
 )
 from mcpworld.core.serving import CallTimeout, blocking_timeout, call_blocking
-from mcpworld.worlds.episodes import EpisodeError, EpisodeLimits, EpisodeManager
+from mcpworld.worlds.episodes import EpisodeError, EpisodeLimits, EpisodeManager, WorldUnavailable
 from mcpworld.worlds.runtime import Episode, UnknownTask, WorldRuntime
 
 MAX_ARGUMENT_BYTES = 256 * 1024
@@ -186,8 +188,9 @@ class WorldServer:
             result = self.runtime.call(episode, params.name, arguments)
         else:  # a proxied tool (its code runs in a worker): off the event loop, so other worlds keep serving
             try:
-                result = await call_blocking(lambda: self.runtime.call(episode, params.name, arguments), timeout,
-                                             key=episode)
+                with episode.serving():  # busy from now, not only once a thread picks the call up
+                    result = await call_blocking(lambda: self.runtime.call(episode, params.name, arguments),
+                                                 timeout, key=episode)
             except CallTimeout as exc:
                 return text_result(f"tool {params.name!r} timed out: {exc}; its changes were discarded, and the "
                                     "episode is as it was before the call", error=True)
@@ -282,8 +285,14 @@ class WorldServer:
     async def _read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
         if uri == self._uri("schema"):
+            try:
+                schema = self.runtime.schema_sql
+            except Exception as exc:  # a seed that fails: the world's error, said as a start would say it
+                error = self.runtime.template_error(None) or f"{type(exc).__name__}: {exc}"
+                raise MCPError(code=types.INTERNAL_ERROR, message=f"world {self.runtime.world.name!r}: building "
+                               f"its starting state failed: {error}") from None
             return types.ReadResourceResult(contents=[
-                types.TextResourceContents(uri=uri, mime_type="application/sql", text=self.runtime.schema_sql)
+                types.TextResourceContents(uri=uri, mime_type="application/sql", text=schema)
             ])
         if uri == self._uri("policy"):
             return types.ReadResourceResult(contents=[
@@ -321,10 +330,14 @@ class WorldServer:
             raise _bad_params(str(exc)) from None
 
     async def _start(self, ctx: Any, params: p.StartParams) -> p.StartResult:
+        if not self.runtime.has_template(params.task):  # a world's first episode: seed it off the event loop
+            await anyio.to_thread.run_sync(self._build_template, params.task)
         try:
             episode = self.episodes.start(params.task, params.seed)
         except UnknownTask as exc:
             raise _bad_params(f"{exc}; list tasks with {p.METHOD_TASKS}") from None
+        except WorldUnavailable as exc:  # the world's fault, not the request's
+            raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
         except EpisodeError as exc:
             raise MCPError(code=types.INVALID_REQUEST, message=str(exc)) from None
         return p.StartResult(
@@ -332,6 +345,13 @@ class WorldServer:
             instruction=episode.task.instruction if episode.task else "",
             policy=self.runtime.world.policy, expires_in_s=self.episodes.limits.ttl_s,
         )
+
+    def _build_template(self, task_id: str | None) -> None:
+        """Build the template `task_id` starts from; a failure is kept by the runtime and reported by the start."""
+        task = self.runtime.tasks.get(task_id) if task_id is not None else None
+        if task_id is None or task is not None:
+            with contextlib.suppress(BaseException):  # SystemExit from a seed too: in a thread, kept, re-raised
+                self.runtime.template(task)
 
     async def _verify(self, ctx: Any, params: p.VerifyParams) -> p.VerifyResult:
         episode = self._lookup(params.episode)
