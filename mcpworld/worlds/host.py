@@ -9,20 +9,18 @@ import gc
 import json
 import logging
 import sys
-import weakref
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from starlette.applications import Starlette
-from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
-from mcpworld.core.episode_server import session_key
-from mcpworld.core.security import Exposure, ExposureMiddleware
+from mcpworld.core.episode_server import endpoint_app, mount
+from mcpworld.core.episode_server import running as serve_endpoints
+from mcpworld.core.security import Exposure
 from mcpworld.core.serving import run_stdio
-from mcpworld.core.streamable import LOOPBACK_SECURITY, StreamableHTTP
 from mcpworld.worlds.episodes import EpisodeLimits
 from mcpworld.worlds.loader import load_world, resolve
 from mcpworld.worlds.runtime import WorldRuntime
@@ -72,7 +70,8 @@ def world_routes(servers: Sequence[WorldServer], host: str = "127.0.0.1",
             metadata["nextCursor"] = next_cursor
         return JSONResponse({"worlds": [index_entry(by_name[name], base) for name in names], "metadata": metadata})
 
-    mounts = [Mount(f"/worlds/{name}", app=exposure.guard(http_app(s, exposure))) for name, s in by_name.items()]
+    mounts = [mount(f"/worlds/{name}", with_param_schemas(s).server, exposure, s.episodes.close_connection)
+              for name, s in by_name.items()]
     return [Route("/worlds", index), *mounts]
 
 
@@ -111,34 +110,20 @@ def index_page(names: Sequence[str], cursor: str | None, limit: str | None) -> t
     return page, cursor
 
 
-_http_apps: weakref.WeakKeyDictionary[WorldServer, StreamableHTTP] = weakref.WeakKeyDictionary()
-
-
-def http_app(server: WorldServer, exposure: Exposure) -> StreamableHTTP:
-    """The world's Streamable HTTP endpoint (`mcpworld.core.streamable`): JSON responses, sessions at 2025-11-25,
-    single exchanges at 2026-07-28; a deleted or expired session frees its default episode at once."""
+def with_param_schemas(server: WorldServer) -> WorldServer:
+    """`server`, answering its tools' input schemas by name: the transport checks `Mcp-Param-*` headers with
+    them without listing tools on every call."""
     schemas = {t.name: t.input_schema for t in server._tools}
-    server.server.get_tool_input_schema = schemas.get  # Mcp-Param-* checks without listing tools per call
-    app = StreamableHTTP(server.server,
-                         security=exposure.transport_security() if exposure.exposed else LOOPBACK_SECURITY,
-                         on_session_end=lambda sid: server.episodes.close_connection(session_key(sid)))
-    _http_apps[server] = app
-    return app
+    server.server.get_tool_input_schema = schemas.get
+    return server
 
 
 @contextlib.asynccontextmanager
 async def running(servers: Sequence[WorldServer]) -> AsyncIterator[None]:
-    """Run the HTTP endpoints of mounted worlds (sub-app lifespans do not run by themselves)."""
-    async with contextlib.AsyncExitStack() as stack:
-        for s in servers:
-            app = _http_apps.get(s)
-            if app is not None:
-                await stack.enter_async_context(app.run())
-        try:
-            yield
-        finally:
-            for s in servers:
-                s.episodes.close_all()
+    """Run the HTTP endpoints of mounted worlds (sub-app lifespans do not run by themselves); on the way out
+    every open session ends and every episode is closed."""
+    async with serve_endpoints([s.server for s in servers], [s.episodes.close_all for s in servers]):
+        yield
 
 
 def worlds_app(servers: Sequence[WorldServer], host: str = "127.0.0.1", *,
@@ -146,18 +131,8 @@ def worlds_app(servers: Sequence[WorldServer], host: str = "127.0.0.1", *,
     """One ASGI app hosting every world. On loopback the SDK checks Host/Origin on the world endpoints; beyond it
     every route is Host/Origin-checked and the world endpoints need the registry token (`mcpworld.core.security`)."""
     exposure = exposure or Exposure.of(host)
-
-    async def health(request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok", "worlds": len(servers)})
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Any) -> AsyncIterator[None]:
-        async with running(servers):
-            yield
-
-    middleware = [Middleware(ExposureMiddleware, exposure=exposure, auth=False)] if exposure.exposed else []
-    return Starlette(routes=[Route("/healthz", health), *world_routes(servers, host, exposure)], lifespan=lifespan,
-                     middleware=middleware)
+    return endpoint_app(world_routes(servers, host, exposure), lambda: {"worlds": len(servers)},
+                        lambda: running(servers), exposure)
 
 
 def build_servers(names: Sequence[str], limits: EpisodeLimits, interactive: bool = False,
