@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
-import httpx
-
-from mcpworld.registry.connect import registry_url
 
 registry_option = click.option("--registry", "registry", default=None,
                                help="Registry base URL (default: $MCPWORLD_REGISTRY, else the running `mcpworld up` "
@@ -21,24 +19,19 @@ allow_host_option = click.option(
          "'*' accepts any). The first one names the server in registered URLs when bound to 0.0.0.0.")
 
 
-def error_message(response: httpx.Response) -> str:
-    """The registry's own words for a failed request (its `error` field), else the body."""
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text[:300]
-    message = body.get("error") or body.get("detail") if isinstance(body, dict) else None
-    return str(message) if message else response.text[:300]
-
-
-def _get(registry: str | None, path: str, **params: object) -> dict:
+def _send(registry: str | None, token: str | None, method: str, path: str, **kwargs: object) -> Any:
+    """One authorised request through the registry client; its errors (unreachable, refused) as CLI errors."""
     from mcpworld.registry.client import RegistryClient, RegistryError
 
     try:
-        with RegistryClient(registry) as client:
-            return client.request("GET", path, params={k: v for k, v in params.items() if v is not None})
+        with RegistryClient(registry, token=token) as client:
+            return client.request(method, path, **kwargs)
     except RegistryError as exc:
         raise click.ClickException(str(exc)) from None
+
+
+def _get(registry: str | None, path: str, **params: object) -> dict:
+    return _send(registry, None, "GET", path, params={k: v for k, v in params.items() if v is not None})
 
 
 def all_items(registry: str | None, search: str | None = None, kind: str | None = None) -> list[dict]:
@@ -110,17 +103,10 @@ def registry_check(registry: str | None, names: tuple[str, ...], token: str | No
     """
     from mcpworld.core.paths import registry_token
 
-    token = token or registry_token(None)[0]
-    base = registry or registry_url()
-    try:
-        response = httpx.post(f"{base}/v0/health/check", json=list(names) or None,
-                              headers={"Authorization": f"Bearer {token}"}, timeout=120)
-    except httpx.HTTPError as exc:
-        raise click.ClickException(f"registry at {base} is unreachable: {exc}") from None
-    if response.status_code >= 400:
-        raise click.ClickException(f"{response.status_code}: {error_message(response)}")
+    answer = _send(registry, token or registry_token(None)[0], "POST", "/v0/health/check",
+                   json=list(names) or None, timeout=120)
     down = 0
-    for r in response.json()["results"]:
+    for r in answer["results"]:
         down += r["status"] != "up"
         detail = f"{r['latency_ms']} ms, {r['tools']} tools" if r["status"] == "up" else r["error"]
         click.echo(f"{r['status']:<5} {r['name']}  {detail}")
@@ -140,19 +126,18 @@ def registry_publish(registry: str | None, server_json: Path, token: str | None)
         doc = json.loads(server_json.read_text())
     except ValueError as exc:
         raise click.ClickException(f"{server_json}: not JSON: {exc}") from None
-    base = registry or registry_url()
+    from mcpworld.registry.client import RegistryClient, RegistryError
+
     try:
-        response = httpx.post(f"{base}/v0/publish", json=doc, headers={"Authorization": f"Bearer {token}"},
-                              timeout=30)
-    except httpx.HTTPError as exc:
-        raise click.ClickException(f"registry at {base} is unreachable ({type(exc).__name__}): is `mcpworld up` "
-                                   "running? Or pass --registry") from None
-    if response.status_code == 422:
-        for e in response.json().get("errors") or [{"path": "$", "message": error_message(response)}]:
+        with RegistryClient(registry, token=token) as client:
+            client.request("POST", "/v0/publish", json=doc)
+    except RegistryError as exc:
+        if exc.status != 422:
+            raise click.ClickException(str(exc)) from None
+        body = exc.body if isinstance(exc.body, dict) else {}
+        for e in body.get("errors") or [{"path": "$", "message": body.get("error") or str(exc)}]:
             click.echo(f"{server_json}: {e['path']}: {e['message']}", err=True)
         sys.exit(1)
-    if response.status_code >= 400:
-        raise click.ClickException(f"{response.status_code}: {error_message(response)}")
     click.echo(f"published {doc['name']} {doc['version']}")
 
 
@@ -177,19 +162,10 @@ def registry_status(registry: str | None, name: str, status: str, version: str |
     from mcpworld.core.paths import registry_token
     from mcpworld.registry.connect import full_name
 
-    token = token or registry_token(None)[0]
-    base = registry or registry_url()
     path = f"/v0.1/servers/{quote(full_name(name), safe='')}"
     path += f"/versions/{quote(version, safe='')}/status" if version else "/status"
     body = {"status": status, **({"statusMessage": message} if message else {})}
-    try:
-        response = httpx.patch(base + path, json=body, headers={"Authorization": f"Bearer {token}"}, timeout=30)
-    except httpx.HTTPError as exc:
-        raise click.ClickException(f"registry at {base} is unreachable ({type(exc).__name__}): is `mcpworld up` "
-                                   "running? Or pass --registry") from None
-    if response.status_code >= 400:
-        raise click.ClickException(f"{response.status_code}: {error_message(response)}")
-    answer = response.json()
+    answer = _send(registry, token or registry_token(None)[0], "PATCH", path, json=body)
     changed = answer["servers"] if "servers" in answer else [answer]
     for item in changed:
         click.echo(f"{status:<10} {item['server']['name']} {item['server']['version']}")

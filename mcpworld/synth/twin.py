@@ -26,7 +26,7 @@ import shutil
 import tempfile
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -213,7 +213,7 @@ def _check_server(code: str, scenario: AwmScenario, built: Any, names: list[str]
     """Import the generated server in a contained worker; it must expose exactly the real tool names."""
     scratch = Path(tempfile.mkdtemp(prefix="mcpworld-twin-"))
     try:
-        package = write_package(AwmScenario(**{**asdict(scenario), "full_code": code}), built, scratch / "check",
+        package = write_package(replace(scenario, full_code=code), built, scratch / "check",
                                 "awm-twin-check")
         worker = package_worker(package)
         try:
@@ -259,8 +259,8 @@ async def synthesize_twin(spec: str, client: ChatClient, out_dir: Path, *, name:
         db_schema, sample, built = await _stage(client, schema_stage, SCHEMA_PROMPT.format(server=server.name,
                                                                                            tools=tools),
                                                 check_schema, retries)
-        base = AwmScenario(key=key, name=key, description=description, tasks=["(placeholder)"],
-                           db_schema=db_schema, sample_data=sample)
+        base = AwmScenario(key=key, name=key, description=description, db_schema=db_schema,
+                           sample_data=sample)  # its server is checked before it has tasks
         server_stage = TwinStage("server")
         result.stages.append(server_stage)
 
