@@ -103,7 +103,8 @@ def sdk_world_app() -> Any:
     from mcpworld.worlds.host import build_servers
 
     world = build_servers(["airline"], EpisodeLimits())[0]
-    mounted = Exposure.of("127.0.0.1").mcp_app(world.server, json_response=True)
+    mounted = world.server.streamable_http_app(streamable_http_path="/mcp", json_response=True,  # the SDK's own
+                                               transport_security=Exposure.of("127.0.0.1").transport_security())
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> Any:

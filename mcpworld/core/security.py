@@ -4,8 +4,8 @@ On loopback (`--host` 127.0.0.1, localhost or ::1) nothing changes: the MCP SDK'
 only localhost Host/Origin headers, and no token is asked. Bound to anything else, `Exposure` keeps Host and Origin
 checks (against an allow list: `--allow-host`, default the bound host and this machine's names) and, on every MCP
 endpoint that can run code or change state (worlds, /swe/mcp, world models), requires the registry token as
-`Authorization: Bearer <token>`. `Exposure.guard` wraps an ASGI app with that policy; `Exposure.mcp_app` builds an
-SDK server's Streamable HTTP app with it.
+`Authorization: Bearer <token>`. `Exposure.guard` wraps an ASGI app with that policy; the MCP endpoints are built
+with it by `mcpworld.core.episode_server.endpoint`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import secrets
 import socket
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
 from mcp.server.transport_security import TransportSecuritySettings
@@ -150,12 +149,6 @@ class Exposure:
             enable_dns_rebinding_protection=True,
             allowed_hosts=[*hosts, *(f"{h}:*" for h in hosts)],
             allowed_origins=[f"{s}://{h}{p}" for h in hosts for s in ("http", "https") for p in ("", ":*")])
-
-    def mcp_app(self, server: Any, *, auth: bool = True, **options: Any) -> ASGIApp:
-        """`server.streamable_http_app(...)` at /mcp, with this policy (mount it under the server's prefix)."""
-        app = server.streamable_http_app(streamable_http_path="/mcp", host=self.host,
-                                         transport_security=self.transport_security(), **options)
-        return self.guard(app, auth=auth)
 
 
 class ExposureMiddleware:
