@@ -152,13 +152,6 @@ class LocalBackend:
     def for_episode(self, instance: Instance) -> EpisodeShell:
         return ThreadShell(self)
 
-    def argv(self, command: str, cwd: Path, writable: Path) -> list[str]:
-        """The full command line (bubblewrap included when isolating), for display and debugging."""
-        inner = ["bash", "-c", command]
-        if not self.isolate:
-            return inner
-        return contain.bwrap_argv(inner, cwd=str(cwd), rw=[str(writable)], ro=_git_alternates(cwd))
-
     def run(self, command: str, cwd: Path, timeout: float, env: dict[str, str] | None = None,
             writable: Path | None = None) -> ExecResult:
         limits = self.limits
@@ -194,14 +187,6 @@ def _git_alternates(cwd: Path) -> list[str]:
     except OSError:
         return []
     return [line.strip() for line in lines if line.strip().startswith("/") and os.path.isdir(line.strip())]
-
-
-def kill_group(pid: int) -> None:
-    """SIGKILL the whole process group led by `pid` (the command and everything it spawned)."""
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _read_capped(fh: object, cap: int) -> str:
