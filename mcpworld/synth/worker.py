@@ -5,8 +5,11 @@ milliseconds. So each `Worker` starts one `python -I` process (inside bubblewrap
 `unshare -rn`, else plain) with a scrubbed environment and address-space, file-size and open-file limits;
 it pre-imports the trusted harness, then forks one child per job. The child gets its own CPU limit, its own
 temporary directory as cwd and HOME, and its stdout/stderr captured; the zygote kills it (and its process
-group) when the wall-clock limit passes. The zygote itself never runs untrusted code, so it stays clean; if
-it dies anyway, the next job starts a new one.
+group) when the wall-clock limit passes. A zygote runs the trusted harness and, when warmed (`warm=`), the one
+package it was started for (a synthesized or imported world's code, so its jobs fork with it imported): that
+code runs under the same containment and limits as the jobs, and a warm zygote serves only its own package
+(`shared_worker` keys zygotes by what they warm), so one world's code never sees another's jobs. If a zygote
+dies, the next job starts a new one.
 
 Limits (defaults in `Limits`): CPU seconds per job, wall-clock seconds per job, address space (memory) for
 every process, the largest file a job may write, open files. Network: none under bubblewrap or unshare
