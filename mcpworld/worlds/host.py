@@ -70,7 +70,7 @@ def world_routes(servers: Sequence[WorldServer], host: str = "127.0.0.1",
             metadata["nextCursor"] = next_cursor
         return JSONResponse({"worlds": [index_entry(by_name[name], base) for name in names], "metadata": metadata})
 
-    mounts = [mount(f"/worlds/{name}", with_param_schemas(s).server, exposure, s.episodes.close_connection)
+    mounts = [mount(f"/worlds/{name}", s.server, exposure, s.episodes.close_connection)
               for name, s in by_name.items()]
     return [Route("/worlds", index), *mounts]
 
@@ -108,14 +108,6 @@ def index_page(names: Sequence[str], cursor: str | None, limit: str | None) -> t
     more = start + size < len(names)
     cursor = base64.urlsafe_b64encode(json.dumps({"after": page[-1]}).encode()).decode() if more and page else None
     return page, cursor
-
-
-def with_param_schemas(server: WorldServer) -> WorldServer:
-    """`server`, answering its tools' input schemas by name: the transport checks `Mcp-Param-*` headers with
-    them without listing tools on every call."""
-    schemas = {t.name: t.input_schema for t in server._tools}
-    server.server.get_tool_input_schema = schemas.get
-    return server
 
 
 @contextlib.asynccontextmanager

@@ -100,6 +100,8 @@ class WorldServer:
             self._tools += _INTERACTIVE_TOOLS
         self._domain = set(runtime.tools)
         self._handle_tools = [t if t.name in ("start_task", "check_task") else with_handle(t) for t in self._tools]
+        schemas = {t.name: t.input_schema for t in self._tools}
+        self.server.get_tool_input_schema = schemas.get  # the transport checks Mcp-Param-* headers without a listing
 
     # -- episode resolution ----------------------------------------------------------------------------
 
