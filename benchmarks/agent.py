@@ -11,8 +11,8 @@
   (also warmed). Target >= 100/s.
 - OpenRLHF bridge rollouts/s at concurrency 64: OpenRLHF's own `MultiTurnAgentExecutor` through the bridge (a
   scripted engine: get_reservation, cancel_reservation, final answer; 4 requests a rollout) over the bridge's
-  shared pooled client, beside the same episodes each on an `EpisodeTask` of its own (a connection and
-  handshake per rollout: the bridge's path before; no engine or tokenizer work, so it is favoured), and its
+  shared pooled client, beside the same episodes each on a connection of its own (`connect`: a connection and
+  handshake per rollout, the bridge's path before; no engine or tokenizer work, so it is favoured), and its
   requests/s beside the lean generator's on the same server. Targets: faster; >= 0.8x the capacity.
 
 `python -m benchmarks.agent URL --concurrency N --episodes M [--client episodes|sdk|httpx]` is the client-path
@@ -217,14 +217,13 @@ BRIDGE_CALLS = [("get_reservation", {"reservation_id": "ZFA04Y"}),
 
 
 def _bridge_rollouts(url: str, concurrency: int, rollouts: int, kind: str) -> dict[str, Any]:
-    """`rollouts` rollouts at `concurrency`, through the bridge (`kind="bridge"`) or each on an `EpisodeTask` of
-    its own (`"handshake"`); the rate and how many passed."""
+    """`rollouts` rollouts at `concurrency`, through the bridge (`kind="bridge"`) or each on a connection of its
+    own (`"handshake"`); the rate and how many passed."""
     import asyncio
     from dataclasses import dataclass
 
     from mcpworld.agent.formats import TextFormat
     from mcpworld.core.models import ToolCall
-    from mcpworld.trainer.episode_task import EpisodeTask
     from mcpworld.trainer.openrlhf_agent import AgentExecutor
     from mcpworld.trainer.tiny import tiny_tokenizer
 
@@ -251,13 +250,13 @@ def _bridge_rollouts(url: str, concurrency: int, rollouts: int, kind: str) -> di
     async def one() -> bool:
         if kind == "bridge":
             return (await executor.execute("task", label, Params(), 4096, tokenizer, engine))["reward"] == 1.0
-        episode = EpisodeTask(url, "cancel-within-24h", timeout=300)
-        try:
-            await episode.open()
-            await episode.call([ToolCall(name=n, arguments=a) for n, a in BRIDGE_CALLS])
-            return (await episode.verify("Cancelled.")).passed
-        finally:
-            await episode.close()
+        async with connect(url, timeout=300) as client:
+            ctl = EpisodeControl(client, 300)
+            await ctl.tools()  # as the bridge does on each connection
+            episode = (await ctl.start("cancel-within-24h", 0)).episode
+            for name, arguments in BRIDGE_CALLS:
+                await ctl.call(episode, name, arguments)
+            return (await ctl.verify(episode, "Cancelled.", close=True)).verdict.passed
 
     async def main() -> tuple[float, int]:
         left, passed = [rollouts], [0]
@@ -309,7 +308,7 @@ def bench_bridge(quick: bool, concurrency: int = 64) -> list[Row]:
     print(f"bridge c={concurrency}: {ours['rate']:,.1f} rollouts/s shared client, {before['rate']:,.1f} with a "
           f"connection per rollout; {requests:,.0f} vs {best['capacity']['rate']:,.0f} req/s", file=sys.stderr)
     return [Row(f"OpenRLHF bridge rollouts/s, c={concurrency} (shared client)", ours["rate"], "rollouts/s",
-                "a connection + handshake per rollout (EpisodeTask)", before["rate"], "faster",
+                "a connection + handshake per rollout (connect)", before["rate"], "faster",
                 ok and ours["rate"] > before["rate"]),
             Row(f"OpenRLHF bridge requests/s, c={concurrency}", requests, "req/s",
                 f"lean aiohttp loadgen ({_label(best['capacity'])})", best["capacity"]["rate"], ">= 0.8x",

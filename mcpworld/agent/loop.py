@@ -83,7 +83,8 @@ def infra_error_text(exc: BaseException) -> str:
     return f"{reason}: {type(exc).__name__}: {exc}"
 
 
-def _result_text(result: types.CallToolResult) -> str:
+def tool_text(result: types.CallToolResult) -> str:
+    """A tool result's text blocks, as the model reads them."""
     return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent)) or "(no content)"
 
 
@@ -174,6 +175,6 @@ async def _turn(ctl: EpisodeControl, traj: Trajectory, task: TaskInfo, policy: P
         result = await ctl.call(traj.episode, call.name, call.arguments)  # type: ignore[arg-type]
         step.calls.append(CallRecord(name=call.name, arguments=call.arguments, is_error=bool(result.is_error),
                                      latency_ms=round((time.perf_counter() - t1) * 1000, 2)))
-        results.append((_result_text(result), bool(result.is_error)))
+        results.append((tool_text(result), bool(result.is_error)))
     traj.messages += policy.format.result_messages(action, results)
     return None

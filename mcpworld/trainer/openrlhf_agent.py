@@ -7,11 +7,12 @@ one reward table's (`Termination.reward`, docs/training.md "Rewards").
 
 Guarantees OpenRLHF needs: `step` never raises (a server dying mid-episode, a lost connection, a stray
 cancellation all end the rollout as an infrastructure error); rollouts on one event loop share one pooled
-connection per server (`SharedClient`: an `EpisodeClient` held open by a task of its own while any rollout
-uses it, so no handshake per rollout and the SDK never cancels OpenRLHF's task; a request on a connection
-that dies fails with `ConnectionError`, and the next rollout reconnects); `sampling_params` is copied per
-episode (a group shares one object and the executor mutates it); `extra_logs` always has the same keys
-(`LOG_KEYS`); the episode is always closed, and the last rollout out closes the connection.
+connection per server (`SharedClient`, from `shared_client.py`, which the other adapters share: an
+`EpisodeClient` held open by a task of its own while any rollout uses it, so no handshake per rollout and
+the SDK never cancels OpenRLHF's task; a request on a connection that dies fails with `ConnectionError`, and
+the next rollout reconnects); `sampling_params` is copied per episode (a group shares one object and the
+executor mutates it); `extra_logs` always has the same keys (`LOG_KEYS`); the episode is always closed, and
+the last rollout out closes the connection.
 
 Infrastructure errors are not the model's doing and never become a reward. OpenRLHF 0.11 has no way to skip
 one sample (`generate_responses` gathers a prompt's samples without `return_exceptions`; advantages reshape
@@ -45,7 +46,6 @@ import math
 import os
 import random
 import time
-import weakref
 from copy import deepcopy
 from dataclasses import dataclass
 from typing import Any
@@ -53,13 +53,12 @@ from typing import Any
 import torch
 from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
 
-from mcpworld.agent.episodes import EpisodeClient
 from mcpworld.agent.formats import TextFormat
-from mcpworld.agent.loop import infra_error_text, infra_reason
+from mcpworld.agent.loop import infra_error_text, infra_reason, tool_text
 from mcpworld.agent.trajectory import Termination
 from mcpworld.core.protocol import EpisodeControl
 from mcpworld.trainer.chat_turns import CHATML, TurnTemplate, turn_template
-from mcpworld.trainer.episode_task import tool_text
+from mcpworld.trainer.shared_client import ClientKey, SharedClient  # noqa: F401 - ClientKey: re-exported
 
 LOG_KEYS = ("env_error", "infra_error", "format_error", "truncated", "passed", "turns", "tool_errors", "attempts")
 INFRA_MODES = ("filter", "zero", "raise")
@@ -110,64 +109,6 @@ def log_rollout(result: dict[str, Any]) -> dict[str, Any]:
         finally:
             os.close(fd)
     return result
-
-
-ClientKey = tuple[str, str | None, float]  # (server, registry, timeout)
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[ClientKey, SharedClient]] = \
-    weakref.WeakKeyDictionary()
-
-
-class SharedClient:
-    """The rollouts' `EpisodeClient` for one server on this event loop, entered by a task of its own (the one
-    an `EpisodeClient` needs for its whole life: OpenRLHF has no context to hold it) and closed by the last
-    rollout that leaves, so nothing outlives a batch and each batch reconnects once, not once per rollout."""
-
-    def __init__(self, key: ClientKey):
-        server, registry, timeout = key
-        self.key, self.users = key, 0
-        self.client = EpisodeClient(server, registry=registry, timeout=timeout)
-        self.entered = asyncio.Event()
-        self.stop = asyncio.Event()
-        self.failure: BaseException | None = None
-        self.holder = asyncio.create_task(self._hold(), name=f"mcpworld client {server}")
-
-    @classmethod
-    def acquire(cls, key: ClientKey) -> SharedClient:
-        """This loop's client for `key` (started when there is none), counted as used until `release`."""
-        shared = _clients.setdefault(asyncio.get_running_loop(), {})
-        entry = shared.get(key)
-        if entry is None or entry.holder.done():
-            entry = shared[key] = cls(key)
-        entry.users += 1
-        return entry
-
-    async def control(self) -> EpisodeControl:
-        """The shared connection's control (connecting when it is not open); raises when it cannot."""
-        await self.entered.wait()
-        if self.holder.done():
-            raise ConnectionError(f"the shared MCP client stopped: {self.failure or 'closed'}")
-        return await self.client.control()
-
-    async def release(self) -> None:
-        """One rollout done with it; the last one closes the connection and waits for that."""
-        self.users -= 1
-        if self.users > 0:
-            return
-        shared = _clients.get(asyncio.get_running_loop(), {})
-        if shared.get(self.key) is self:
-            del shared[self.key]
-        self.stop.set()
-        await asyncio.wait({self.holder})
-
-    async def _hold(self) -> None:
-        try:
-            async with self.client:
-                self.entered.set()
-                await self.stop.wait()
-        except Exception as exc:  # kept for `control`: a rollout reports it as an infrastructure error
-            self.failure = exc
-        finally:
-            self.entered.set()
 
 
 @dataclass
