@@ -41,11 +41,9 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import json
 import math
 import os
 import random
-import time
 from copy import deepcopy
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +56,15 @@ from mcpworld.agent.loop import infra_error_text, infra_reason, tool_text
 from mcpworld.agent.trajectory import Termination
 from mcpworld.core.protocol import EpisodeControl
 from mcpworld.trainer.chat_turns import CHATML, TurnTemplate, turn_template
+from mcpworld.trainer.rollout_settings import (  # noqa: F401 - parse_label, reply_cap: re-exported
+    history_turns,
+    infra_backoff_s,
+    infra_retries,
+    log_rollout,
+    max_turns,
+    parse_label,
+    reply_cap,
+)
 from mcpworld.trainer.shared_client import ClientKey, SharedClient  # noqa: F401 - ClientKey: re-exported
 
 LOG_KEYS = ("env_error", "infra_error", "format_error", "truncated", "passed", "turns", "tool_errors", "attempts")
@@ -66,49 +73,6 @@ INFRA_MODES = ("filter", "zero", "raise")
 
 class InfraError(RuntimeError):
     """Every try of a rollout was lost to an infrastructure error (raised only with MCPWORLD_ON_INFRA_ERROR=raise)."""
-
-
-def parse_label(label: Any) -> dict[str, Any]:
-    """The label is JSON: {"server": "io.mcpworld/airline", "task": "cancel-within-24h", "seed": 0}."""
-    data = json.loads(label) if isinstance(label, str) else dict(label)
-    if not isinstance(data.get("server"), str) or not isinstance(data.get("task"), str):
-        raise ValueError(f"label needs 'server' and 'task': {label!r}")
-    return data
-
-
-def _count_setting(name: str) -> int | None:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return None
-    if not raw.isdigit():
-        raise ValueError(f"{name}={raw!r}: give a whole number (or leave it unset)")
-    return int(raw)
-
-
-def history_turns() -> int | None:
-    """MCPWORLD_HISTORY_TURNS: the turns of history each turn sees (None: all of them)."""
-    return _count_setting("MCPWORLD_HISTORY_TURNS")
-
-
-def reply_cap() -> int | None:
-    """MCPWORLD_MAX_REPLY_TOKENS: the most tokens one reply may have (None: what is left of the budget)."""
-    return _count_setting("MCPWORLD_MAX_REPLY_TOKENS")
-
-
-def log_rollout(result: dict[str, Any]) -> dict[str, Any]:
-    """Append the rollout's outcome to MCPWORLD_ROLLOUT_LOG (JSONL, one write per line), when set: the reward
-    curve of a run, whatever OpenRLHF's own logger is."""
-    path = os.environ.get("MCPWORLD_ROLLOUT_LOG")
-    if path:
-        logs = {k: float(v) for k, v in (result.get("extra_logs") or {}).items()}
-        line = json.dumps({"time": round(time.time(), 3), "reward": float(result["reward"]),
-                           "termination": result.get("termination"), **logs}) + "\n"
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, line.encode())
-        finally:
-            os.close(fd)
-    return result
 
 
 @dataclass
@@ -157,7 +121,7 @@ class MCPWorldAgent(AgentInstanceBase):
         self.error: str | None = None
         self.infra: str | None = None  # why our side lost the episode ("connection lost", ...): retried, unscored
         self.format = TextFormat()
-        self.max_turns = int(os.environ.get("MCPWORLD_MAX_TURNS", "16"))
+        self.max_turns = max_turns()
 
     async def reset(self, states: dict, **kwargs: Any) -> dict:
         try:
@@ -262,8 +226,7 @@ class AgentExecutor(MultiTurnAgentExecutor):
     async def execute(self, prompt, label, sampling_params, max_length: int, hf_tokenizer, llm_engine,  # type: ignore[no-untyped-def]
                       images=None):
         """One rollout; one lost to an infrastructure error is played again from scratch (see the module doc)."""
-        retries = max(int(os.environ.get("MCPWORLD_INFRA_RETRIES", "3")), 0)
-        backoff = float(os.environ.get("MCPWORLD_INFRA_BACKOFF_S", "2"))
+        retries = infra_retries()
         mode = os.environ.get("MCPWORLD_ON_INFRA_ERROR", "filter")
         if mode not in INFRA_MODES:
             raise ValueError(f"MCPWORLD_ON_INFRA_ERROR={mode!r}: use one of {', '.join(INFRA_MODES)}")
@@ -289,7 +252,7 @@ class AgentExecutor(MultiTurnAgentExecutor):
             if agent is None or agent.infra is None:
                 return log_rollout(result)
             if attempt <= retries:
-                await asyncio.sleep(min(backoff * 2 ** (attempt - 1), 30.0))
+                await asyncio.sleep(infra_backoff_s(attempt))
         if mode == "raise":
             raise InfraError(f"rollout for {label!r} lost to infrastructure errors {retries + 1} times: "
                              f"{agent.error if agent else ''}")
