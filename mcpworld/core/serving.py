@@ -110,10 +110,56 @@ def guarded_protocol() -> type:
     return Guarded
 
 
+class DirectEndpoints:
+    """ASGI: a request for a mounted MCP endpoint's own path (`/worlds/airline/mcp`) goes straight to that endpoint,
+    past the app's router and middleware; everything else (and the lifespan) goes to the app.
+
+    Why: the endpoints answer nearly every request of a training run, and Starlette's router matches a path
+    against every route in turn (the registry's, then one mount per world), wrapping each request in three
+    middleware layers; for a small tool call that was about 6 % of the server's time (docs/benchmarks.md,
+    "Serving"). What the skipped layers did is the endpoint's own job already: each endpoint is guarded by its
+    `Exposure` (Host/Origin, the token) and answers its own errors. A request with an `Origin` header (a browser)
+    still takes the full stack, so CORS is as the app configures it.
+    """
+
+    def __init__(self, app: Any):
+        self.app = app
+        self._table: dict[str, tuple[str, Any]] | None = None
+
+    def _endpoints(self) -> dict[str, tuple[str, Any]]:
+        """path -> (mount prefix, endpoint app), read off the app's routes on the first request (after start-up
+        has added every mount)."""
+        from starlette.routing import Mount
+
+        from mcpworld.core.streamable import StreamableHTTP
+
+        table: dict[str, tuple[str, Any]] = {}
+        for route in getattr(getattr(self.app, "router", None), "routes", None) or []:
+            if not isinstance(route, Mount):
+                continue
+            inner = route.app
+            transport = inner if isinstance(inner, StreamableHTTP) else getattr(inner, "app", None)
+            if isinstance(transport, StreamableHTTP):
+                table.setdefault(route.path + transport.path, (route.path, inner))
+        self._table = table
+        return table
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and not scope.get("root_path"):
+            table = self._table if self._table is not None else self._endpoints()
+            hit = table.get(scope["path"])
+            if hit is not None and not any(name == b"origin" for name, _ in scope["headers"]):
+                await hit[1]({**scope, "root_path": hit[0]}, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def config(app: Any, log_level: str = "warning", **options: Any) -> Any:
     """The uvicorn configuration every mcpworld HTTP server runs with."""
     import uvicorn
 
+    if hasattr(app, "router"):  # a Starlette app (a worker's router gets its app already wrapped, see `serve`)
+        app = DirectEndpoints(app)
     return uvicorn.Config(app, log_level=log_level, http=guarded_protocol(), backlog=2048,  # loop: uvloop if there
                           **options)
 
@@ -148,7 +194,7 @@ def serve(build: Callable[[], Any], host: str, port: int, workers: int = 1, log_
     uds = socket.socket(socket.AF_UNIX)
     uds.bind(str(path))
     uds.listen(2048)
-    server = uvicorn.Server(config(WorkerRouter(build(), worker), log_level))
+    server = uvicorn.Server(config(WorkerRouter(DirectEndpoints(build()), worker), log_level))
     ready = worker.directory / f"ready-{worker.index}.{worker.generation}"
 
     async def main() -> None:

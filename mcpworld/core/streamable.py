@@ -26,6 +26,7 @@ on the SDK's JSON-response mode.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -38,11 +39,14 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.connection import Connection
+from mcp.server.context import ServerRequestContext
 from mcp.server.runner import ServerRunner, aclose_shielded, modern_error_data, serve_one
+from mcp.server.session import ServerSession
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 from mcp.shared.dispatcher import CallOptions
-from mcp.shared.exceptions import NoBackChannelError
+from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp.shared.inbound import (
     ERROR_CODE_HTTP_STATUS,
     InboundLadderRejection,
@@ -53,7 +57,11 @@ from mcp.shared.inbound import (
 )
 from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp_types import SERVER_INFO_META_KEY
+from mcp_types.methods import serialize_server_result
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from opentelemetry import trace
+from pydantic import ValidationError
 from starlette.datastructures import Headers
 from starlette.requests import Request
 
@@ -67,6 +75,7 @@ LOOPBACK_SECURITY = TransportSecuritySettings(  # what the SDK applies by itself
 # The whole body must arrive within this (a trickled body is refused, 408); MCPWORLD_HTTP_BODY_TIMEOUT_S sets it.
 BODY_DEADLINE_S = float(os.environ.get("MCPWORLD_HTTP_BODY_TIMEOUT_S") or 30.0)
 SESSION_HEADER = b"mcp-session-id"
+FAST_HANDSHAKE_VERSION = "2025-11-25"  # tests/test_fast_path.py holds the fast path to the SDK's answers on it
 _JSON = [(b"content-type", b"application/json")]
 _SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-transform")]
 
@@ -87,10 +96,21 @@ async def read_body(receive: Any, limit: int, deadline_s: float = BODY_DEADLINE_
     """The request body, refused as soon as it passes `limit` bytes or takes longer than `deadline_s`.
 
     Raises ClientGone when the client disconnects first (nothing was dispatched, so nothing changed).
+    The deadline is a plain loop timer that cancels this task (an anyio scope costs more than the rest of a small
+    request's body handling, and a whole body is the common case).
     """
+    task = asyncio.current_task()
+    assert task is not None
+    expired: list[bool] = []
+
+    def overdue() -> None:
+        expired.append(True)
+        task.cancel()
+
+    timer = asyncio.get_running_loop().call_later(deadline_s, overdue)
     chunks: list[bytes] = []
     size = 0
-    with anyio.move_on_after(deadline_s) as scope:
+    try:
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
@@ -102,8 +122,13 @@ async def read_body(receive: Any, limit: int, deadline_s: float = BODY_DEADLINE_
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
-    if scope.cancelled_caught:
-        raise BodyTimeout()
+    except asyncio.CancelledError:
+        if not expired:
+            raise
+        task.uncancel()
+        raise BodyTimeout() from None
+    finally:
+        timer.cancel()
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
@@ -168,8 +193,14 @@ class _Exchange:
     request_id: Any
     message_metadata: ServerMessageMetadata
     progress_token: Any = None
-    cancel_requested: anyio.Event = field(default_factory=anyio.Event)
     can_send_request: bool = False
+    _cancel_requested: anyio.Event | None = None
+
+    @property
+    def cancel_requested(self) -> anyio.Event:  # made on first use: almost no handler looks at it
+        if self._cancel_requested is None:
+            self._cancel_requested = anyio.Event()
+        return self._cancel_requested
 
     async def send_raw_request(self, method: str, params: Mapping[str, Any] | None,
                                opts: CallOptions | None = None) -> dict[str, Any]:
@@ -212,6 +243,7 @@ class StreamableHTTP:
         self._lifespan_state: Any = None
         self._running = False
         self._last_sweep = time.monotonic()
+        self._server_info: dict[str, Any] | None = None
 
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
@@ -345,9 +377,14 @@ class StreamableHTTP:
                 return
         connection = Connection.from_envelope(verdict.protocol_version, verdict.client_info,
                                               verdict.client_capabilities)
+        exchange = self._exchange(scope, headers, rid, params)
         try:
-            result = await serve_one(self.server, self._exchange(scope, headers, rid, params), method, params,
-                                     connection=connection, lifespan_state=self._lifespan_state)
+            result = None
+            if method == "tools/call":
+                result = await self._fast_tool_call(exchange, connection, params)
+            if result is None:
+                result = await serve_one(self.server, exchange, method, params, connection=connection,
+                                         lifespan_state=self._lifespan_state)
         except Exception as exc:
             error = modern_error_data(exc)
             await send_json(send, ERROR_CODE_HTTP_STATUS.get(error.code, 200), _error_body(rid, error), sse=sse)
@@ -380,6 +417,68 @@ class StreamableHTTP:
         return _Exchange(transport=TransportContext(kind="streamable-http", can_send_request=False, headers=headers),
                          request_id=rid, message_metadata=ServerMessageMetadata(request_context=Request(scope)),
                          progress_token=token if _valid_id(token) else None)
+
+    # -- the hot path: tools/call --------------------------------------------------------------------------------
+
+    async def _fast_tool_call(self, exchange: _Exchange, connection: Connection,
+                              params: Any) -> dict[str, Any] | None:
+        """A well-formed `tools/call`, answered by the server's own handler without the SDK's generic pipeline.
+
+        The SDK validates a request's params twice (the spec surface, then the handler's model), wraps it in an
+        OpenTelemetry span, and re-validates the result against the spec surface before dumping it again: on a
+        small tool that is about a third of the server's time (docs/benchmarks.md, "Serving"). Here the params are
+        validated once, by the handler's own model, and the result (the handler's typed `CallToolResult`) is dumped
+        once. The SDK path still serves everything else: malformed params (its error shapes), a server with
+        middleware of its own, and any process where OpenTelemetry has a tracer provider (its spans stay whole).
+        Returns None to say "take the SDK path".
+        """
+        entry = self._tool_entry()
+        if entry is None or not isinstance(params, dict) or not isinstance(params.get("name"), str):
+            return None
+        arguments, meta = params.get("arguments"), params.get("_meta")
+        if (arguments is not None and not isinstance(arguments, dict)) or (meta is not None
+                                                                           and not isinstance(meta, dict)):
+            return None
+        try:
+            typed = entry.params_type.model_validate(params, by_name=False)
+        except ValidationError:
+            return None
+        version = connection.protocol_version
+        request_meta = typed.meta
+        ctx = ServerRequestContext(session=ServerSession(exchange, connection, request_meta=request_meta),
+                                   lifespan_context=self._lifespan_state, protocol_version=version,
+                                   method="tools/call", params=params, request_id=exchange.request_id,
+                                   meta=request_meta, request=exchange.message_metadata.request_context)
+        result = await entry.handler(ctx, typed)
+        if not isinstance(result, types.CallToolResult):
+            if isinstance(result, types.ErrorData):
+                raise MCPError.from_error_data(result)
+            raise TypeError(f"tools/call handler returned {type(result).__name__}; expected CallToolResult")
+        dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        if version == FAST_HANDSHAKE_VERSION:  # the spec surface of this version: the model less `resultType`
+            dumped.pop("resultType", None)
+        elif version not in MODERN_PROTOCOL_VERSIONS:  # older revisions lack more fields: the SDK's own sieve
+            dumped = serialize_server_result("tools/call", version, dumped)
+        else:
+            dumped.setdefault("resultType", "complete")
+            stamp = self._server_info
+            if stamp is None:
+                stamp = self._server_info = self.server.server_info_stamp  # dumped straight to bytes: never mutated
+            out_meta = dumped.get("_meta")
+            if out_meta is None:
+                dumped["_meta"] = {SERVER_INFO_META_KEY: stamp}
+            elif isinstance(out_meta, dict) and out_meta.get(SERVER_INFO_META_KEY) is None:
+                dumped["_meta"] = {**out_meta, SERVER_INFO_META_KEY: stamp}
+        return dumped
+
+    def _tool_entry(self) -> Any:
+        """The server's tools/call handler entry when the fast path may serve it, else None (checked per request:
+        a tracer provider set after start-up turns the SDK's spans back on)."""
+        middleware = getattr(self.server, "middleware", None)
+        if middleware and not (len(middleware) == 1 and type(middleware[0]) is OpenTelemetryMiddleware
+                               and not tracing_enabled()):
+            return None
+        return self.server.get_request_handler("tools/call")
 
     # -- 2025-11-25 and earlier: sessions ------------------------------------------------------------------------
 
@@ -431,8 +530,12 @@ class StreamableHTTP:
         with anyio.CancelScope() as cancel:
             session.in_flight[rid] = cancel
             try:
-                result = await session.runner.on_request(self._exchange(scope, headers, rid, params), str(method),
-                                                         params)
+                exchange = self._exchange(scope, headers, rid, params)
+                result = None
+                if method == "tools/call" and session.runner.connection.initialize_accepted:
+                    result = await self._fast_tool_call(exchange, session.runner.connection, params)
+                if result is None:
+                    result = await session.runner.on_request(exchange, str(method), params)
                 body: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "result": result}
             except Exception as exc:
                 body = _error_body(rid, modern_error_data(exc))
@@ -496,6 +599,11 @@ class StreamableHTTP:
         for sid in [sid for sid, s in self.sessions.items()
                     if not s.in_flight and now - s.last_used > self.session_idle_s]:
             await self._end(sid)
+
+
+def tracing_enabled() -> bool:
+    """Whether OpenTelemetry has a tracer provider (without one, the SDK's spans are no-ops)."""
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
 
 def _allowed(value: str, patterns: list[str]) -> bool:

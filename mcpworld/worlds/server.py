@@ -128,17 +128,17 @@ class WorldServer:
         sees its arguments); the connection's default episode; and, for a sessionless request with none of
         these, a fresh episode whose handle the result carries (text and `_meta`), so no two clients ever share.
         """
-        arguments = dict(params.arguments or {})
+        arguments = params.arguments or {}
         interactive = self.interactive and params.name in ("start_task", "check_task")
+        handle = None
         if interactive:
             handle = arguments.get(HANDLE_ARGUMENT)  # part of these tools' own schemas
-        elif params.name in self._domain and not self._declares_handle(params.name):
-            handle = arguments.pop(HANDLE_ARGUMENT, None)
-        else:
-            handle = None
-        meta = dict(ctx.meta or {})
+        elif HANDLE_ARGUMENT in arguments and params.name in self._domain and not self._declares_handle(params.name):
+            arguments = dict(arguments)
+            handle = arguments.pop(HANDLE_ARGUMENT)
         minted: Episode | None = None
-        if meta.get(p.EPISODE_META_KEY) is None:
+        if (ctx.meta or {}).get(p.EPISODE_META_KEY) is None:
+            meta = dict(ctx.meta or {})
             if handle is not None:
                 meta[p.EPISODE_META_KEY] = str(handle)
             elif not interactive and connection_key(ctx) is None:
@@ -150,8 +150,9 @@ class WorldServer:
                 except EpisodeError as exc:
                     return text_result(str(exc), error=True)
                 meta[p.EPISODE_META_KEY] = minted.id
-        ctx = dataclasses.replace(ctx, meta=meta)
-        params = params.model_copy(update={"arguments": arguments})
+            ctx = dataclasses.replace(ctx, meta=meta)
+        if arguments is not params.arguments:
+            params = params.model_copy(update={"arguments": arguments})
         result = await self._call_tool(ctx, params)
         if minted is not None and isinstance(result, types.CallToolResult):
             result = with_handle_note(result, minted.id)

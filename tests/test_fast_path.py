@@ -1,0 +1,136 @@
+"""The transport's tools/call fast path (`StreamableHTTP._fast_tool_call`) and the direct endpoint dispatch
+(`serving.DirectEndpoints`) answer exactly what the SDK's full pipeline and the app's router answer.
+
+Two real world servers over HTTP, one per process thread: one plain, one with a pass-through middleware of its
+own (which makes the transport take the SDK's path), sent the same requests on both protocol versions. Their
+replies must match byte for byte, up to the episode ids each server mints.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from mcpworld.core.serving import DirectEndpoints, serve_in_thread
+from mcpworld.core.testing import free_port
+from mcpworld.worlds.episodes import EpisodeLimits
+from mcpworld.worlds.host import build_servers, worlds_app
+
+PATH = "/worlds/airline/mcp"
+MODERN = "2026-07-28"
+ENVELOPE = {"io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {}}
+IDS = re.compile(r"e-[0-9a-f.w-]+")
+
+
+async def passthrough(ctx: Any, call_next: Any) -> Any:
+    return await call_next(ctx)
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[dict[str, str]]:
+    fast = build_servers(["airline"], EpisodeLimits())
+    full = build_servers(["airline"], EpisodeLimits())
+    full[0].server.middleware.append(passthrough)  # a server with middleware of its own: the SDK's path
+    with serve_in_thread(worlds_app(fast), free_port()) as a, serve_in_thread(worlds_app(full), free_port()) as b:
+        yield {"fast": a + PATH, "full": b + PATH}
+
+
+class Session:
+    """Raw JSON-RPC over HTTP, on either protocol version."""
+
+    def __init__(self, url: str, version: str):
+        self.url, self.version, self.n = url, version, 0
+        self.headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+                        "mcp-protocol-version": version}
+        if version != MODERN:
+            reply = self.post("initialize", {"protocolVersion": version, "capabilities": {},
+                                             "clientInfo": {"name": "t", "version": "1"}})
+            self.headers["mcp-session-id"] = reply.headers["mcp-session-id"]
+            note = httpx.post(url, headers=self.headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+            assert note.status_code == 202
+
+    def post(self, method: str, params: dict[str, Any]) -> httpx.Response:
+        self.n += 1
+        headers = dict(self.headers)
+        if self.version == MODERN:
+            params = {**params, "_meta": {**ENVELOPE, **params.get("_meta", {})}}
+            headers["mcp-method"] = method
+            if isinstance(params.get("name"), str):
+                headers["mcp-name"] = params["name"]
+        return httpx.post(self.url, headers=headers, json={"jsonrpc": "2.0", "id": self.n, "method": method,
+                                                           "params": params}, timeout=30)
+
+
+def calls(episode: str) -> list[dict[str, Any]]:
+    meta = {"io.mcpworld/episode": episode}
+    return [
+        {"name": "get_flight", "arguments": {"flight_id": "MW307-0602"}, "_meta": meta},  # a read
+        {"name": "get_flight", "arguments": {"flight_id": "NOPE"}, "_meta": meta},  # the tool's own error
+        {"name": "get_flight", "arguments": {"flight_id": 7}, "_meta": meta},  # a wrong argument type
+        {"name": "get_flight", "arguments": {}, "_meta": meta},  # a missing argument
+        {"name": "no_such_tool", "arguments": {}, "_meta": meta},
+        {"name": "update_contact", "arguments": {"customer_id": "C003", "phone": "555"}, "_meta": meta},  # a write
+        {"name": "get_flight", "arguments": {"flight_id": "MW307-0602"}, "_meta": {"io.mcpworld/episode": "e-gone"}},
+        {"name": "get_flight", "arguments": {"flight_id": "MW307-0602"}},  # no episode named: the session's own
+        {"name": "get_flight", "arguments": "not an object", "_meta": meta},  # malformed: the SDK's error shape
+        {"name": 5, "arguments": {}, "_meta": meta},
+    ]
+
+
+def replies(url: str, version: str) -> list[tuple[int, Any]]:
+    session = Session(url, version)
+    started = session.post("io.mcpworld/episode/start", {"task": "cancel-within-24h", "seed": 0}).json()
+    out = []
+    for params in calls(started["result"]["episode"]):
+        reply = session.post("tools/call", params)
+        out.append((reply.status_code, json.loads(IDS.sub("e-ID", reply.text))))
+    verdict = session.post("io.mcpworld/episode/verify", {"episode": started["result"]["episode"]}).json()
+    out.append((200, verdict["result"]["verdict"]["passed"]))
+    return out
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18", "2024-11-05", MODERN])
+def test_fast_path_answers_what_the_sdk_pipeline_answers(servers: dict[str, str], version: str) -> None:
+    fast, full = replies(servers["fast"], version), replies(servers["full"], version)
+    assert fast == full
+    ok = fast[0][1]["result"]
+    assert ok["isError"] is False and ok["structuredContent"]["id"] == "MW307-0602"
+    assert fast[1][1]["result"]["isError"] is True and fast[4][1]["result"]["isError"] is True
+    if version == MODERN:  # the 2026-07-28 result envelope: resultType and the server's identity
+        assert ok["resultType"] == "complete"
+        assert ok["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "io.mcpworld/airline"
+    else:
+        assert "resultType" not in ok
+
+
+def test_sessionless_call_without_an_episode_mints_one_on_both_paths(servers: dict[str, str]) -> None:
+    texts = []
+    for url in (servers["fast"], servers["full"]):
+        reply = Session(url, MODERN).post("tools/call", {"name": "get_flight",
+                                                         "arguments": {"flight_id": "MW307-0602"}})
+        result = reply.json()["result"]
+        assert result["isError"] is False
+        texts.append(IDS.sub("e-ID", json.dumps(result, sort_keys=True)))
+    assert texts[0] == texts[1] and "e-ID" in texts[0]  # the minted handle is said the same way
+
+
+def test_direct_dispatch_keeps_the_routers_answers(servers: dict[str, str]) -> None:
+    base = servers["fast"][: -len(PATH)]
+    assert httpx.get(base + "/healthz").json()["status"] == "ok"  # not an endpoint: the app's own route
+    assert httpx.get(base + PATH).status_code == 405  # the endpoint, straight
+    browser = httpx.post(base + PATH, headers={"origin": "http://evil.example", "content-type": "application/json"},
+                         json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    assert browser.status_code == 403  # a request with an Origin takes the full stack: still refused
+    assert httpx.post(base + "/worlds/nope/mcp", json={}).status_code == 404
+
+
+def test_direct_endpoints_find_every_mounted_world() -> None:
+    app = DirectEndpoints(worlds_app(build_servers(["airline", "shop"], EpisodeLimits())))
+    assert sorted(app._endpoints()) == ["/worlds/airline/mcp", "/worlds/shop/mcp"]
