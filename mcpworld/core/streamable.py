@@ -405,7 +405,9 @@ class StreamableHTTP:
         except Exception:
             logger.exception("Mcp-Param header validation skipped: get_tool_input_schema raised")
             return None
-        return None if schema is None else validate_mcp_param_headers(schema, arguments or {}, headers)
+        if schema is None or not declares_param_headers(schema):
+            return None  # nothing to compare: no property of this tool is mirrored in a header
+        return validate_mcp_param_headers(schema, arguments or {}, headers)
 
     async def _reject(self, send: Any, rejection: InboundLadderRejection, rid: Any, sse: bool) -> None:
         await send_json(send, ERROR_CODE_HTTP_STATUS.get(rejection.code, 400),
@@ -599,6 +601,21 @@ class StreamableHTTP:
         for sid in [sid for sid, s in self.sessions.items()
                     if not s.in_flight and now - s.last_used > self.session_idle_s]:
             await self._end(sid)
+
+
+_header_schemas: dict[int, tuple[Any, bool]] = {}
+
+
+def declares_param_headers(schema: Any) -> bool:
+    """Whether a tool's input schema annotates any property with `x-mcp-header` (found once per schema object:
+    with none, `validate_mcp_param_headers` has nothing to compare, and walking the schema per call is most of a
+    small call's header checks)."""
+    cached = _header_schemas.get(id(schema))
+    if cached is None or cached[0] is not schema:
+        if len(_header_schemas) > 4096:  # schemas made per call: keep the cache bounded
+            _header_schemas.clear()
+        cached = _header_schemas[id(schema)] = (schema, "x-mcp-header" in json.dumps(schema, default=str))
+    return cached[1]
 
 
 def tracing_enabled() -> bool:
