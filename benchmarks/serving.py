@@ -3,7 +3,8 @@
 Side by side, same run, same load generator (`benchmarks.loadgen`, aiohttp): the world server (`mcpworld serve
 worlds`, its own lean transport), the same world behind the SDK's Streamable HTTP transport (the stack it replaced),
 the SDK's own echo server, and a bare JSON-RPC handler calling the same world runtime on the same uvicorn (the
-ceiling); 1 vs 2 workers; RSS per worker with 1,024 live episodes; the OpenEnv peer when `openenv-core` is installed.
+ceiling); 1 vs 2 workers; RSS per worker with 1,024 live episodes; the OpenEnv peer where its own venv is set up
+(`python -m benchmarks.peers openenv --setup`).
 
 Also runnable alone: `python -m benchmarks.serving [--quick]`; its servers: `python -m benchmarks.serving serve
 {sdk-world,echo,bare} PORT`.
@@ -302,22 +303,16 @@ def bench_serving(quick: bool) -> list[Row]:
         Row("RSS per worker, 1,024 live episodes", full, "MiB", "same process, none", idle, "<= 1024 MiB",
             full <= 1024),
     ]
-    rows += openenv_rows(quick, world)
+    rows += openenv_rows(quick)
     return rows
 
 
-def openenv_rows(quick: bool, world: dict[int, dict[str, Any]]) -> list[Row]:
-    """The OpenEnv peer, when `openenv-core` is installed (an optional comparison: never a required dependency)."""
-    try:
-        import openenv  # type: ignore[import-not-found]  # noqa: F401
-    except ImportError:
-        print("  serving: OpenEnv peer skipped: openenv-core is not installed (pip install openenv-core)",
-              file=sys.stderr)
-        return [Row("OpenEnv peer (skipped: openenv-core not installed)", 1.0, "calls/s", "skipped", 1.0,
-                    "optional", True)]
-    print("  serving: OpenEnv peer: installed, but no equivalent stateful env is wired up yet", file=sys.stderr)
-    return [Row("OpenEnv peer (skipped: no equivalent env wired up)", 1.0, "calls/s", "skipped", 1.0, "optional",
-                True)]
+def openenv_rows(quick: bool) -> list[Row]:
+    """The OpenEnv peer beside the world server (benchmarks/peers/openenv.py), under its own venv; skipped,
+    naming the setup command, where that venv is absent (openenv-core would break the project's `mcp` pin)."""
+    from benchmarks.peers.openenv import openenv_rows as peer_rows
+
+    return peer_rows(quick)
 
 
 def main(argv: list[str]) -> int:
