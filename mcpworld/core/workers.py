@@ -11,11 +11,15 @@ request naming another worker's id forwards it whole over that worker's Unix soc
 - A worker that dies is restarted by the supervisor with the next generation; a request naming an episode or
   session of the dead process gets a clear error (503 while it is down, then "held by an earlier process") and
   nothing else is affected. A worker that dies again and again at start stops the whole server, saying so.
+- A request of a live worker's episode that was passing through the dying one (forwarded) loses its connection,
+  though its episode lives on: the client asks once more, marked `RETRY_HEADER`, and the owner answers with the
+  reply it kept for that request (`Replies`), so the request never acts twice and the episode goes on.
 - Single process (`--workers 1`, the default): none of this runs; ids are as before.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -26,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +44,8 @@ ENV_WORKER = "MCPWORLD_WORKER"  # "<index>.<generation>" in a worker process
 ENV_WORKERS = "MCPWORLD_WORKERS"
 ENV_DIR = "MCPWORLD_WORKER_DIR"  # where the workers' Unix sockets and ready files are
 HOP_HEADER = b"x-mcpworld-forwarded"
+RETRY_HEADER = "x-mcpworld-retry"  # a client asking again after its connection broke under the request
+KEPT_REPLIES = 4096  # episodes whose last reply a worker keeps for such a retry (least recently used go first)
 TAG = re.compile(r"w(\d+)\.(\d+)-")
 MAX_BODY = 4 * 1024 * 1024
 CRASH_WINDOW_S = 5.0  # a worker that exits this soon after starting, CRASH_LIMIT times running, is not restarted
@@ -85,18 +92,54 @@ def owner_of(identifier: Any) -> tuple[int, int] | None:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
-def _episode_ids(body: bytes) -> list[Any]:
-    """Episode ids a JSON-RPC body names: `_meta` (the extension), `params.episode`, `arguments.episode`."""
+def _episode_ids(body: bytes) -> tuple[Any, list[Any]]:
+    """A JSON-RPC body's id, and the episode ids it names: `_meta` (the extension), `params.episode`,
+    `arguments.episode`."""
     try:
         message = json.loads(body)
     except ValueError:
-        return []
+        return None, []
     params = message.get("params") if isinstance(message, dict) else None
     if not isinstance(params, dict):
-        return []
+        return None, []
     meta, arguments = params.get("_meta"), params.get("arguments")
-    return [meta.get(INERT_META) if isinstance(meta, dict) else None, params.get("episode"),
-            arguments.get("episode") if isinstance(arguments, dict) else None]
+    return message.get("id"), [meta.get(INERT_META) if isinstance(meta, dict) else None, params.get("episode"),
+                               arguments.get("episode") if isinstance(arguments, dict) else None]
+
+
+Reply = tuple[int, list[Any], bytes]  # status, headers, body
+
+
+class Replies:
+    """The reply to each episode's latest request, kept so a request asked again (`RETRY_HEADER`) after the
+    connection broke under it gets the answer it missed instead of acting twice.
+
+    One per episode (a client that sends the next request got the last answer), at most KEPT_REPLIES episodes.
+    """
+
+    def __init__(self, cap: int = KEPT_REPLIES):
+        self.cap = cap
+        self._kept: OrderedDict[str, tuple[Any, asyncio.Future[Reply]]] = OrderedDict()
+
+    def get(self, episode: str, rid: Any) -> asyncio.Future[Reply] | None:
+        kept = self._kept.get(episode)
+        return kept[1] if kept is not None and kept[0] == rid else None
+
+    def begin(self, episode: str, rid: Any) -> asyncio.Future[Reply]:
+        future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        self._kept[episode] = (rid, future)
+        self._kept.move_to_end(episode)
+        while len(self._kept) > self.cap:
+            self._kept.popitem(last=False)
+        return future
+
+    def forget(self, episode: str, future: asyncio.Future[Reply]) -> None:
+        """Drop a request that ended without a whole reply (asking again then plays it again)."""
+        kept = self._kept.get(episode)
+        if kept is not None and kept[1] is future:
+            del self._kept[episode]
+        if not future.done():
+            future.cancel()
 
 
 class WorkerRouter:
@@ -106,6 +149,7 @@ class WorkerRouter:
     def __init__(self, app: Any, worker: Worker):
         self.app, self.worker = app, worker
         self._clients: dict[int, Any] = {}
+        self.replies = Replies()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -113,7 +157,7 @@ class WorkerRouter:
             return
         headers = scope["headers"]
         forwarded = any(k == HOP_HEADER for k, _ in headers)
-        owner, what = None, ""
+        owner, what, rid, episode = None, "", None, None
         session = next((v.decode("latin-1") for k, v in headers if k == b"mcp-session-id"), None)
         if session is not None:
             owner, what = owner_of(session), "session"
@@ -129,8 +173,9 @@ class WorkerRouter:
                 await send_json(send, status, rpc_error(-32600, text), close=True)
                 return
             if b"-w" in body:  # a tagged id may be in it: look where ids go
-                owner = next(filter(None, map(owner_of, _episode_ids(body))), None)
-                what = "episode"
+                rid, ids = _episode_ids(body)
+                episode = next((i for i in ids if owner_of(i) is not None), None)
+                owner, what = owner_of(episode), "episode"
         if owner is not None and owner[0] != self.worker.index and not forwarded:
             await self._forward(owner, what, scope, receive, send, body)
             return
@@ -140,7 +185,43 @@ class WorkerRouter:
         if session is not None and owner is not None:  # the app knows the id without its tag
             raw = session[len(self.worker.tag):] if session.startswith(self.worker.tag) else session
             scope = {**scope, "headers": [(k, raw.encode() if k == b"mcp-session-id" else v) for k, v in headers]}
+        if episode is not None and rid is not None:  # our own episode's request: keep its reply
+            await self._kept(scope, receive, send, body, episode, rid)
+            return
         await self.app(scope, _replay(body, receive) if body is not None else receive, self._tagging(send))
+
+    async def _kept(self, scope: Any, receive: Any, send: Any, body: bytes | None, episode: str, rid: Any) -> None:
+        """Serve a request of one of our episodes, keeping its reply; a retry of one already served (or being
+        served) gets that reply, and the request does not run again."""
+        tagged = self._tagging(send)
+        if any(k == RETRY_HEADER.encode() for k, _ in scope["headers"]) and (
+                earlier := self.replies.get(episode, rid)) is not None:
+            try:
+                status, headers, payload = await asyncio.shield(earlier)
+            except asyncio.CancelledError:
+                if not earlier.cancelled():
+                    raise
+            else:
+                await tagged({"type": "http.response.start", "status": status, "headers": headers})
+                await tagged({"type": "http.response.body", "body": payload})
+                return
+        future = self.replies.begin(episode, rid)
+        start: dict[str, Any] = {}
+        chunks: list[bytes] = []
+
+        async def keeping(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                start.update(message)
+            elif message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+                if not message.get("more_body") and not future.done():
+                    future.set_result((start.get("status", 200), list(start.get("headers", [])), b"".join(chunks)))
+            await tagged(message)
+        try:
+            await self.app(scope, _replay(body, receive) if body is not None else receive, keeping)
+        finally:
+            if not future.done():
+                self.replies.forget(episode, future)
 
     def _tagging(self, send: Any) -> Callable[[Any], Any]:
         tag = self.worker.tag.encode()

@@ -31,6 +31,8 @@ from mcp.shared.inbound import (
 from mcp_types.version import LATEST_MODERN_VERSION
 
 from mcpworld import __version__
+from mcpworld.core.protocol import EPISODE_META_KEY
+from mcpworld.core.workers import RETRY_HEADER, owner_of
 from mcpworld.registry.client import ConnectError, tls_context
 
 R = TypeVar("R", bound=types.Result)
@@ -104,7 +106,16 @@ class SessionlessClient:
                                     else None)
         body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params},
                           separators=(",", ":"))
-        message = await self._post(body, headers, rid, timeout)
+        try:
+            message = await self._post(body, headers, rid, timeout)
+        except ConnectionResetError:
+            if owner_of(params["_meta"].get(EPISODE_META_KEY) or params.get("episode")) is None:
+                raise
+            # A request of a worker's episode (`--workers N`) lost its connection (a worker it passed through
+            # died): ask once more, marked, on a fresh connection; the worker holding the episode answers with the
+            # reply it kept, so the request never acts twice (mcpworld.core.workers.Replies). A single-process
+            # server keeps no replies, so its requests are not asked again.
+            message = await self._post(body, {**headers, RETRY_HEADER: "1"}, rid, timeout)
         if "error" in message:
             error = message["error"] if isinstance(message["error"], dict) else {}
             raise MCPError(code=int(error.get("code", types.INTERNAL_ERROR)),
@@ -127,10 +138,20 @@ class SessionlessClient:
             raise RuntimeError("SessionlessClient is used outside `async with`")
         limit = self.timeout if timeout is None else timeout
         deadline = self._timeout if timeout in (None, self.timeout) else aiohttp.ClientTimeout(total=timeout)
+        http = self._http
+
+        async def post() -> tuple[bytes, int, str]:
+            async with http.post(self.url, data=body, headers=headers, timeout=deadline) as response:
+                return await _read_capped(response, self.url), response.status, response.content_type
         try:
-            async with self._http.post(self.url, data=body, headers=headers, timeout=deadline) as response:
-                raw = await _read_capped(response, self.url)
-                status, kind = response.status, response.content_type
+            try:
+                raw, status, kind = await post()
+            except aiohttp.ClientConnectorError as exc:
+                if not isinstance(exc.os_error, ConnectionResetError):
+                    raise
+                # Reset while connecting: the server process whose accept queue held the new connection died (a
+                # worker of the port, say). Nothing was sent, so once more on a new connection is always safe.
+                raw, status, kind = await post()
         except aiohttp.ClientConnectorError as exc:
             raise ConnectError(f"cannot reach {self.url}: {exc.os_error or exc}") from None
         except TimeoutError:
