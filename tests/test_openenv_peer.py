@@ -1,4 +1,5 @@
-"""The OpenEnv benchmark row without its venv: skipped, saying the command that sets it up (never a crash)."""
+"""The OpenEnv benchmark: without its venv the row is skipped, naming the command that sets it up (never a crash);
+with it, the "same runtime" peer answers exactly what our WorldRuntime answers."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.peers import OPENENV_SETUP, OPENENV_VENV
-from benchmarks.peers.openenv import export_airline
+from benchmarks.peers import OPENENV_SETUP, OPENENV_VENV, has_runtime, openenv_python
+from benchmarks.peers.openenv import TASK, export_airline, peer_server
 from benchmarks.serving import openenv_rows
 
 
@@ -40,3 +41,45 @@ def test_export_is_the_world_data_the_peer_loads(tmp_path: Path) -> None:
     ids = [row[flights["columns"].index("id")] for row in flights["rows"]]
     assert "MW307-0602" in ids  # the flight both load generators ask for
     assert not any(name.startswith("_mcpworld") for name in data["tables"])  # our bookkeeping stays ours
+
+
+PLAY = """
+import asyncio, json, sys
+from openenv.core.generic_client import GenericEnvClient
+
+async def main():
+    env = GenericEnvClient(base_url=sys.argv[1], connect_timeout_s=60, message_timeout_s=60)
+    await env.connect()
+    await env.reset()
+    got = await env.step({"tool": "get_flight", "flight_id": "MW307-0602"})
+    missing = await env.step({"tool": "get_flight", "flight_id": "NO-SUCH"})
+    ended = await env.step({"tool": "end"})
+    await env.close()
+    print(json.dumps({"flight": got.observation["flight"], "missing": missing.observation["error"],
+                      "done": ended.done, "reward": ended.reward}))
+
+asyncio.run(main())
+"""
+
+
+def test_runtime_variant_answers_what_our_world_runtime_answers(tmp_path: Path) -> None:
+    """The "same runtime" peer runs our WorldRuntime behind OpenEnv: its answers are our tool's, errors included."""
+    python = openenv_python()
+    if python is None or not has_runtime(python):
+        pytest.skip(f"needs the OpenEnv peer venv with mcpworld in it: run `{OPENENV_SETUP}`")
+    from mcpworld.worlds.host import load_runtime
+
+    runtime = load_runtime("airline")
+    episode = runtime.fork(TASK, 0)
+    try:
+        expected = runtime.call(episode, "get_flight", {"flight_id": "MW307-0602"}).value
+        expected_error = runtime.call(episode, "get_flight", {"flight_id": "NO-SUCH"}).error
+    finally:
+        episode.close()
+    with peer_server(python, "runtime", tmp_path / "unused.json") as s:
+        done = subprocess.run([str(python), "-c", PLAY, s["url"]], capture_output=True, text=True, timeout=120,
+                              cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["flight"] == expected and out["missing"] == expected_error
+    assert out["done"] is True and out["reward"] == 0.0  # verified like ours: nothing was cancelled, so no reward

@@ -12,12 +12,14 @@ from benchmarks.peers import OPENENV_VENV, openenv_missing, openenv_python, setu
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("peer", choices=["openenv"])
-    parser.add_argument("--setup", action="store_true", help=f"(re)build {OPENENV_VENV} with openenv-core")
+    parser.add_argument("--setup", action="store_true",
+                        help=f"build or complete {OPENENV_VENV}: openenv-core, then mcpworld and its ORM")
     parser.add_argument("--quick", action="store_true", help="c = 1, 64, 256 and fewer episodes")
     args = parser.parse_args(argv)
     if args.setup:
         out = setup_openenv()
-        print(f"built {OPENENV_VENV} in {out['seconds']:.0f} s ({out['mib']:.0f} MiB)")
+        print(f"{OPENENV_VENV} ready in {out['seconds']:.0f} s ({out['runtime_seconds']:.0f} s of it for "
+              f"mcpworld's runtime); {out['mib']:.0f} MiB")
         return 0
     if openenv_python() is None:
         print(openenv_missing(), file=sys.stderr)

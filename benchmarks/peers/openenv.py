@@ -1,10 +1,12 @@
 """The OpenEnv peer beside the mcpworld world server, same run, same episode shape, interleaved.
 
-Runs in the project's venv; the peer's server (`openenv_airline`) and load generator (`openenv_load`) run under
+Runs in the project's venv; the peer's servers (`openenv_airline`) and load generator (`openenv_load`) run under
 the peer venv's interpreter, each in its own process. Ours: `mcpworld serve worlds --only airline` driven by
 `benchmarks.loadgen` (start -> 10 x get_flight -> verify with close). Theirs: OpenEnv's WebSocket sessions driven
-by its own `GenericEnvClient` (reset -> 10 x step get_flight -> step end). Both 12 messages an episode, both one
-server process, both on uvloop + httptools.
+by its own `GenericEnvClient` (reset -> 10 x step get_flight -> step end), in two variants, both up at once:
+`runtime` runs our own WorldRuntime per step (fork / call / verify: the serving stacks on equal environment
+code), `raw` one sqlite3 query per step (what the ORM read costs). All 12 messages an episode, one server process
+each, all on uvloop + httptools.
 """
 
 from __future__ import annotations
@@ -19,11 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import Row
-from benchmarks.peers import ROOT, openenv_missing, openenv_python
+from benchmarks.peers import OPENENV_SETUP, ROOT, has_runtime, openenv_missing, openenv_python
 
 TASK = "cancel-within-24h"  # the task benchmarks.loadgen's episodes start
 MESSAGES = 12  # per episode, on both sides
 CALLS = 10
+VARIANTS = {  # the peer's environment code -> its label in the rows
+    "runtime": "OpenEnv (same runtime)",
+    "raw": "OpenEnv (raw sqlite)",
+}
 
 
 def export_airline(path: Path, task: str = TASK) -> None:
@@ -49,20 +55,21 @@ def export_airline(path: Path, task: str = TASK) -> None:
 
 
 @contextlib.contextmanager
-def peer_server(python: Path, data: Path) -> Iterator[dict[str, Any]]:
-    """The OpenEnv server process under the peer venv; yields its base URL and pid."""
+def peer_server(python: Path, env: str, data: Path) -> Iterator[dict[str, Any]]:
+    """One OpenEnv server process (`env`: runtime or raw) under the peer venv; yields its base URL and pid."""
     from mcpworld.core.testing import free_port, stop, wait_http
 
     port = free_port()
-    log = data.with_suffix(".log")  # a file, not a pipe: OpenEnv logs a traceback per client that closes first
+    log = data.parent / f"openenv-{env}.log"  # a file, not a pipe: OpenEnv logs a traceback per client that closes
+    args = ["--env", env, "--port", str(port)] + (["--data", str(data)] if env == "raw" else [])
     with log.open("w") as sink:
-        proc = subprocess.Popen([str(python), "-m", "benchmarks.peers.openenv_airline", "--data", str(data),
-                                 "--port", str(port)], cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen([str(python), "-m", "benchmarks.peers.openenv_airline", *args], cwd=ROOT,
+                                stdout=sink, stderr=subprocess.STDOUT)
     try:
         try:
             wait_http(f"http://127.0.0.1:{port}/health", proc, timeout=120)
         except (RuntimeError, TimeoutError) as exc:
-            raise RuntimeError(f"the OpenEnv peer did not start: {exc}\n{log.read_text()[-2000:]}") from exc
+            raise RuntimeError(f"the OpenEnv peer ({env}) did not start: {exc}\n{log.read_text()[-2000:]}") from exc
         yield {"url": f"http://127.0.0.1:{port}", "pids": [proc.pid]}
     finally:
         stop(proc)
@@ -87,13 +94,13 @@ def peer_load(python: Path, s: dict[str, Any], concurrency: int, episodes: int) 
     return out
 
 
-def skipped(reason: str) -> list[Row]:
-    print(f"  serving: {reason}", file=sys.stderr)
-    return [Row(f"OpenEnv peer skipped: {reason}", 1.0, "calls/s", "skipped", 1.0, "optional", True)]
+def skipped(reason: str, what: str = "OpenEnv peer") -> list[Row]:
+    print(f"  serving: {what} skipped: {reason}", file=sys.stderr)
+    return [Row(f"{what} skipped: {reason}", 1.0, "calls/s", "skipped", 1.0, "optional", True)]
 
 
 def openenv_rows(quick: bool) -> list[Row]:
-    """Ours and OpenEnv at c = 1, 64, 256 (and 1,024 without --quick), interleaved, best of each kept."""
+    """Ours and both OpenEnv variants at c = 1, 64, 256 (and 1,024 without --quick), interleaved, best of each."""
     python = openenv_python()
     if python is None:
         return skipped(openenv_missing())
@@ -101,61 +108,104 @@ def openenv_rows(quick: bool) -> list[Row]:
 
     levels = [1, 64, 256] if quick else [1, 64, 256, 1024]
     rounds = 1 if quick else 2
+    notes: list[Row] = []
+    variants = list(VARIANTS)
+    if not has_runtime(python):  # a peer venv from before mcpworld went in: the raw variant still runs
+        variants.remove("runtime")
+        notes = skipped(f"{python} cannot load mcpworld's runtime; run `{OPENENV_SETUP}` (idempotent: adds it)",
+                        VARIANTS["runtime"])
 
     def episodes(c: int) -> int:  # as bench_serving's
         return max(c, 30 if quick else 150) if c > 1 else (15 if quick else 60)
 
     def best(runs: list[dict[str, Any]]) -> dict[str, Any]:
         good = [r for r in runs if not r.get("failed")]
-        return max(good, key=lambda r: r["rate"]) if good else FAILED
+        return max(good, key=lambda r: r["rate"]) if good else {**FAILED, "errors": runs[0].get("errors")}
 
-    print("  serving: OpenEnv peer beside the world server (interleaved) ...", file=sys.stderr)
+    print(f"  serving: OpenEnv peer ({', '.join(variants)}) beside the world server (interleaved) ...",
+          file=sys.stderr)
     ours: dict[int, dict[str, Any]] = {}
-    theirs: dict[int, dict[str, Any]] = {}
+    theirs: dict[str, dict[int, dict[str, Any]]] = {v: {} for v in variants}
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         data = Path(tmp) / "airline.json"
         export_airline(data)
         world = stack.enter_context(server("world"))
-        peer = stack.enter_context(peer_server(python, data))
-        try_load(world, 64, episodes(64))  # warm-up, untimed: a fresh server answers its first ~1,000 calls
-        peer_load(python, peer, 64, episodes(64))  # at up to half speed (caches, templates), either side
+        peers = {v: stack.enter_context(peer_server(python, v, data)) for v in variants}
+
+        def measure(side: str, c: int) -> dict[str, Any]:
+            return try_load(world, c, episodes(c)) if side == "ours" else peer_load(python, peers[side], c, episodes(c))
+
+        sides = ["ours", *variants]
+        for side in sides:  # warm-up, untimed: a fresh server answers its first ~1,000 calls at up to half speed
+            measure(side, 64)
         for c in levels:
-            mine, other = [], []
+            runs: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
             for r in range(rounds):
-                first_ours = r % 2 == 0
-                if first_ours:
-                    mine.append(try_load(world, c, episodes(c)))
-                other.append(peer_load(python, peer, c, episodes(c)))
-                if not first_ours:
-                    mine.append(try_load(world, c, episodes(c)))
-            ours[c], theirs[c] = best(mine), best(other)
+                for side in sides if r % 2 == 0 else sides[::-1]:  # interleaved, order reversed each round
+                    runs[side].append(measure(side, c))
+            ours[c] = best(runs["ours"])
+            for v in variants:
+                theirs[v][c] = best(runs[v])
+    attempted = {c: episodes(c) for c in levels}
     out = Path(__file__).resolve().parents[1] / "results" / "openenv.json"
     out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"python": str(python), "ours": ours, "openenv": theirs}, indent=2, default=str))
-    return rows_for(levels, ours, theirs, {c: episodes(c) for c in levels})
+    out.write_text(json.dumps({"python": str(python), "ours": ours, "openenv": theirs, "episodes": attempted},
+                              indent=2, default=str))
+    print(side_by_side(levels, ours, theirs, attempted), file=sys.stderr)
+    return notes + rows_for(levels, ours, theirs, attempted)
 
 
-def rows_for(levels: list[int], ours: dict[int, dict[str, Any]], theirs: dict[int, dict[str, Any]],
+def failures(run: dict[str, Any], attempted: int) -> float:
+    """Failed episodes of one run (all of them when the run itself failed)."""
+    return float(attempted if run.get("failed") and run.get("errors") is None else run.get("errors", 0))
+
+
+def rows_for(levels: list[int], ours: dict[int, dict[str, Any]], theirs: dict[str, dict[int, dict[str, Any]]],
              attempted: dict[int, int]) -> list[Row]:
-    """The table rows: ours as the figure, OpenEnv as the same-run baseline, "ahead" as the target."""
-    nan = float("nan")
+    """The table rows, per concurrency and per peer variant: ours as the figure, that OpenEnv variant as the
+    same-run baseline, "ahead" as the target; then each side's failed episodes (target 0)."""
     rows: list[Row] = []
     for c in levels:
-        w, o = ours[c], theirs[c]
-        reset, step = o.get("reset", {}), o.get("step", {})
-        starts, calls = w["rate"] / MESSAGES, w["rate"] * CALLS / MESSAGES
-        rows += [
-            Row(f"vs OpenEnv c={c}: episode starts/s", starts, "episodes/s", "OpenEnv resets/s (WebSocket)",
-                reset.get("rate", nan), ">= 1x (ahead)", starts >= reset.get("rate", nan)),
-            Row(f"vs OpenEnv c={c}: tool calls/s", calls, "calls/s", "OpenEnv steps/s (WebSocket)",
-                step.get("rate", nan), ">= 1x (ahead)", calls >= step.get("rate", nan)),
-            Row(f"vs OpenEnv c={c}: p50, every message", w["p50_ms"], "ms", "OpenEnv p50", o["p50_ms"],
-                "<= OpenEnv's", w["p50_ms"] <= o["p50_ms"]),
-            Row(f"vs OpenEnv c={c}: p99, every message", w["p99_ms"], "ms", "OpenEnv p99", o["p99_ms"],
-                "<= OpenEnv's", w["p99_ms"] <= o["p99_ms"]),
-            Row(f"vs OpenEnv c={c}: server CPU per message", w["cpu_us"], "us", "OpenEnv server CPU per message",
-                o["cpu_us"], "<= OpenEnv's", w["cpu_us"] <= o["cpu_us"]),
-            Row(f"OpenEnv c={c}: failed episodes", float(o.get("errors", nan)), "episodes", "episodes played",
-                float(attempted[c]), "0", o.get("errors") == 0),
-        ]
+        w = ours[c]
+        for v, runs in theirs.items():
+            o, label = runs[c], VARIANTS[v]
+            rows += [
+                Row(f"vs {label} c={c}: messages/s", w["rate"], "messages/s", f"{label} messages/s", o["rate"],
+                    ">= 1x (ahead)", w["rate"] >= o["rate"]),
+                Row(f"vs {label} c={c}: p50, every message", w["p50_ms"], "ms", f"{label} p50", o["p50_ms"],
+                    "<= its", w["p50_ms"] <= o["p50_ms"]),
+                Row(f"vs {label} c={c}: p99, every message", w["p99_ms"], "ms", f"{label} p99", o["p99_ms"],
+                    "<= its", w["p99_ms"] <= o["p99_ms"]),
+                Row(f"vs {label} c={c}: server CPU per message", w["cpu_us"], "us", f"{label} CPU per message",
+                    o["cpu_us"], "<= its", w["cpu_us"] <= o["cpu_us"]),
+                Row(f"{label} c={c}: failed episodes", failures(o, attempted[c]), "episodes", "episodes played",
+                    float(attempted[c]), "0", failures(o, attempted[c]) == 0),
+            ]
+        rows.append(Row(f"ours c={c}: failed episodes", failures(w, attempted[c]), "episodes", "episodes played",
+                        float(attempted[c]), "0", failures(w, attempted[c]) == 0))
     return rows
+
+
+def ratio(a: float, b: float) -> float:
+    return a / b if b else float("nan")
+
+
+def side_by_side(levels: list[int], ours: dict[int, dict[str, Any]], theirs: dict[str, dict[int, dict[str, Any]]],
+                 attempted: dict[int, int]) -> str:
+    """The comparison as one Markdown table (what docs/benchmarks.md shows): ours beside each OpenEnv variant."""
+    names = [VARIANTS[v] for v in theirs]
+    head = ["c", "ours messages/s", *[f"{n} messages/s" for n in names], "ours p50 / p99 ms",
+            *[f"{n} p50 / p99 ms" for n in names], "server CPU/message: ours, " + ", ".join(names),
+            "failed episodes: ours, " + ", ".join(names),
+            *[f"ours ÷ {n}: messages/s, CPU/message (> 1 = ours ahead)" for n in names]]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for c in levels:
+        sides = [ours[c], *[theirs[v][c] for v in theirs]]
+        cells = [f"{c:,}", *[f"{s['rate']:,.0f}" for s in sides], *[f"{s['p50_ms']:,.1f} / {s['p99_ms']:,.0f}"
+                                                                    for s in sides],
+                 ", ".join(f"{s['cpu_us']:,.0f} µs" for s in sides),
+                 ", ".join(f"{failures(s, attempted[c]):.0f}" for s in sides) + f" of {attempted[c]:,}"]
+        w = ours[c]
+        cells += [f"{ratio(w['rate'], o['rate']):.2f}×, {ratio(o['cpu_us'], w['cpu_us']):.2f}×" for o in sides[1:]]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -1,14 +1,21 @@
 """The OpenEnv peer: the airline world's flights as an OpenEnv environment, served the way OpenEnv serves one.
 
-Runs under the peer venv (`python -m benchmarks.peers openenv --setup`), never the project's: it imports only
-openenv-core (and what it brings: pydantic, uvicorn) and the standard library.
+Runs under the peer venv (`python -m benchmarks.peers openenv --setup`), never the project's. Two environments,
+both behind the same OpenEnv stack, chosen with `--env`:
 
-    .bench/openenv-venv/bin/python -m benchmarks.peers.openenv_airline --data DB.json --port PORT
+    .bench/openenv-venv/bin/python -m benchmarks.peers.openenv_airline --env raw --data DB.json --port PORT
+    .bench/openenv-venv/bin/python -m benchmarks.peers.openenv_airline --env runtime --port PORT
 
-`DB.json` is the airline world's starting state for the benchmark's task, exported by `benchmarks.peers.openenv`
-(schema and rows, never pasted here). Like `mcpworld`'s fork, every episode gets its own in-memory SQLite copy
-of it: `reset` deserializes the template into a fresh connection, `step` runs `get_flight` (or `end`, which
-closes the episode with `done`).
+`raw` (imports only openenv and the standard library): `DB.json` is the airline world's starting state for the
+benchmark's task, exported by `benchmarks.peers.openenv` (schema and rows, never pasted here). Like mcpworld's
+fork, every episode gets its own in-memory SQLite copy: `reset` deserializes the template into a fresh
+connection, `step get_flight` is one raw `sqlite3` query, `end` closes the episode with `done`.
+
+`runtime` (imports mcpworld, installed into the peer venv by `--setup`): the same code the mcpworld world server
+runs, so the two serving stacks are compared on equal environment code. `reset` is `WorldRuntime.fork(task,
+seed)`, `step get_flight` is `WorldRuntime.call(episode, "get_flight", ...)` (the world's SQLModel tool through
+the ORM, in its own transaction) and returns its value, `end` is `WorldRuntime.verify` then close, as our
+`io.mcpworld/episode/verify` with `close` does; the verdict's score is the reward.
 
 Configured as OpenEnv's own template and docs recommend for concurrent sessions: factory mode (the class, not an
 instance, so each WebSocket session gets its own environment), `SUPPORTS_CONCURRENT_SESSIONS = True`,
@@ -22,11 +29,16 @@ import argparse
 import json
 import sqlite3
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openenv.core.env_server import Action, Environment, Observation, State, create_app
 
-TEMPLATE: bytes = b""  # the serialized starting database, set once at start-up by `load_template`
+if TYPE_CHECKING:
+    from mcpworld.worlds.runtime import Episode, WorldRuntime
+
+TEMPLATE: bytes = b""  # the serialized starting database, set once at start-up by `load_template` (raw)
+RUNTIME: WorldRuntime | None = None  # the airline world, loaded once at start-up by `load_world_runtime` (runtime)
+TASK = "cancel-within-24h"  # the task every runtime episode forks (benchmarks.loadgen's)
 
 
 def load_template(path: str) -> bytes:
@@ -58,8 +70,17 @@ class AirlineObservation(Observation):
     error: str | None = None
 
 
+def load_world_runtime(task: str) -> WorldRuntime:
+    """The airline world's runtime with `task`'s template built, once per process (as our server warms it)."""
+    from mcpworld.worlds.host import load_runtime
+
+    runtime = load_runtime("airline")
+    runtime.template(runtime.tasks[task])
+    return runtime
+
+
 class AirlineEnvironment(Environment):
-    """Per session its own state; per episode its own SQLite copy of the airline world."""
+    """raw: per session its own state; per episode its own SQLite copy of the airline world, read with sqlite3."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 
@@ -106,17 +127,73 @@ class AirlineEnvironment(Environment):
             self._conn = None
 
 
+class RuntimeAirlineEnvironment(Environment):
+    """runtime: per episode a fork of mcpworld's WorldRuntime; each step the world's own tool, as our server runs it."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._episode: Episode | None = None
+        self._state = State(episode_id=None, step_count=0)
+
+    @staticmethod
+    def _runtime() -> WorldRuntime:
+        if RUNTIME is None:
+            raise RuntimeError("the world runtime is loaded by main(); start this module as a program")
+        return RUNTIME
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> AirlineObservation:
+        self.close()
+        self._episode = self._runtime().fork(TASK, seed or 0)
+        self._state = State(episode_id=episode_id or self._episode.id, step_count=0)
+        return AirlineObservation()
+
+    def step(self, action: AirlineAction, timeout_s: float | None = None,  # type: ignore[override]
+             **kwargs: Any) -> AirlineObservation:
+        if self._episode is None:
+            return AirlineObservation(error="no episode: send reset first")
+        self._state.step_count += 1
+        runtime = self._runtime()
+        if action.tool == "end":
+            verdict = runtime.verify(self._episode, None)
+            self.close()
+            return AirlineObservation(done=True, reward=verdict.score)
+        result = runtime.call(self._episode, action.tool, {"flight_id": action.flight_id})
+        if result.error is not None:
+            return AirlineObservation(error=result.error)
+        return AirlineObservation(flight=result.value)
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    def close(self) -> None:
+        if self._episode is not None:
+            self._episode.close()
+            self._episode = None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--data", required=True, help="the exported starting state (JSON)")
+    parser.add_argument("--env", choices=["raw", "runtime"], default="raw",
+                        help="raw: one sqlite3 query per get_flight; runtime: mcpworld's WorldRuntime (module doc)")
+    parser.add_argument("--data", help="raw: the exported starting state (JSON)")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--max-concurrent-envs", type=int, default=2048)
     args = parser.parse_args(argv)
-    global TEMPLATE
-    TEMPLATE = load_template(args.data)
+    global TEMPLATE, RUNTIME
+    if args.env == "raw":
+        if not args.data:
+            parser.error("--env raw needs --data DB.json (written by benchmarks.peers.openenv.export_airline)")
+        TEMPLATE = load_template(args.data)
+        env: type[Environment] = AirlineEnvironment
+    else:
+        RUNTIME = load_world_runtime(TASK)
+        env = RuntimeAirlineEnvironment
     import uvicorn
 
-    app = create_app(AirlineEnvironment, AirlineAction, AirlineObservation, env_name="airline",
+    app = create_app(env, AirlineAction, AirlineObservation, env_name="airline",
                      max_concurrent_envs=args.max_concurrent_envs)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
     return 0
