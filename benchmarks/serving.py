@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import subprocess
@@ -315,9 +316,33 @@ def openenv_rows(quick: bool) -> list[Row]:
     return peer_rows(quick)
 
 
+def bench_capacity(rounds: int = 3) -> list[Row]:
+    """The world server against the bare handler only, both up at once, interleaved, best of `rounds`, on both
+    protocol versions: the bare-handler target alone, in a few minutes (`python -m benchmarks.serving capacity`)."""
+    rows: list[Row] = []
+    with server("world") as world, server("bare") as bare:
+        for protocol in (LEGACY, MODERN):
+            for s in (world, bare):  # warm both: caches, templates, the first connections
+                try_load(s, 64, 100, protocol)
+            for c, episodes in ((1, 60), (64, 300), (256, 512)):
+                cpu: dict[str, float] = {}
+                for _ in range(rounds):
+                    for name, s in (("world", world), ("bare", bare)):
+                        cpu[name] = min(cpu.get(name, math.inf), try_load(s, c, episodes, protocol)["cpu_us"])
+                rows.append(Row(f"world HTTP {protocol} c={c}: server CPU per call", cpu["world"], "us",
+                                "bare JSON-RPC, same runtime", cpu["bare"], "capacity >= 0.8x",
+                                cpu["bare"] >= 0.8 * cpu["world"]))
+    return rows
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["serve"]:
         serve(argv[1], int(argv[2]))
+        return 0
+    from benchmarks.common import print_table
+
+    if argv[:1] == ["capacity"]:
+        print_table(bench_capacity())
         return 0
     from benchmarks.common import print_table
 
