@@ -43,7 +43,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mcpworld.agent.trajectory import Termination
 from mcpworld.core.episode_server import endpoint_app, unexpected_error
 from mcpworld.core.security import LOOPBACK, Exposure
-from mcpworld.core.serving import CallTimeout, blocking_timeout, call_blocking
 from mcpworld.core.streamable import BODY_DEADLINE_S, BodyTimeout, BodyTooLarge, ClientGone, read_body
 from mcpworld.core.tools import ArgumentError
 from mcpworld.worlds.episodes import EpisodeError, EpisodeLimits, WorldUnavailable
@@ -297,16 +296,7 @@ class GymWorlds:
         except ArgumentError as exc:
             raise Refused(422, f"{exc}; nothing was run or changed: send the arguments its schema asks for",
                           tool=tool, parameters=spec.input_schema) from None
-        timeout = blocking_timeout(spec.fn)
-        if timeout is None:  # a plain in-process tool: right here, as the world server calls it
-            result = runtime.call(episode, tool, arguments)
-        else:  # a proxied tool (its code runs in a worker): off the event loop, so other sessions keep going
-            try:
-                with episode.serving():
-                    result = await call_blocking(lambda: runtime.call(episode, tool, arguments), timeout, key=episode)
-            except CallTimeout as exc:
-                return JSONResponse({"error": f"tool {tool!r} timed out: {exc}; its changes were discarded, and "
-                                     "the episode is as it was before the call"})
+        result = await server.run_tool(episode, tool, arguments)
         if result.error is not None:  # the tool refused or failed: rolled back; the model reads why
             return JSONResponse({"error": result.error})
         if isinstance(result.value, str):

@@ -28,7 +28,7 @@ from mcpworld.core.episode_server import (
 )
 from mcpworld.core.serving import CallTimeout, blocking_timeout, call_blocking
 from mcpworld.worlds.episodes import EpisodeError, EpisodeLimits, EpisodeManager, WorldUnavailable
-from mcpworld.worlds.runtime import Episode, UnknownTask, WorldRuntime
+from mcpworld.worlds.runtime import CallResult, Episode, UnknownTask, WorldRuntime
 
 MAX_ARGUMENT_BYTES = 256 * 1024
 
@@ -186,20 +186,24 @@ class WorldServer:
             episode = self._episode(ctx)
         except EpisodeError as exc:
             return text_result(str(exc), error=True)
-        timeout = blocking_timeout(getattr(self.runtime.tools.get(params.name), "fn", None))
-        if timeout is None:  # a plain in-process tool: called right here, the fast path
-            result = self.runtime.call(episode, params.name, arguments)
-        else:  # a proxied tool (its code runs in a worker): off the event loop, so other worlds keep serving
-            try:
-                with episode.serving():  # busy from now, not only once a thread picks the call up
-                    result = await call_blocking(lambda: self.runtime.call(episode, params.name, arguments),
-                                                 timeout, key=episode)
-            except CallTimeout as exc:
-                return text_result(f"tool {params.name!r} timed out: {exc}; its changes were discarded, and the "
-                                    "episode is as it was before the call", error=True)
+        result = await self.run_tool(episode, params.name, arguments)
         if result.error is not None:
             return text_result(result.error, error=True)
         return value_result(result.value)
+
+    async def run_tool(self, episode: Episode, name: str, arguments: dict[str, Any]) -> CallResult:
+        """One tool call on `episode`, for every face of the world (MCP, NeMo Gym): a plain in-process tool right
+        here; a proxied one (its code runs in a worker) off the event loop with its timeout, so other worlds keep
+        serving; a timeout is the call's error, its changes discarded."""
+        timeout = blocking_timeout(getattr(self.runtime.tools.get(name), "fn", None))
+        if timeout is None:
+            return self.runtime.call(episode, name, arguments)
+        try:
+            with episode.serving():  # busy from now, not only once a thread picks the call up
+                return await call_blocking(lambda: self.runtime.call(episode, name, arguments), timeout, key=episode)
+        except CallTimeout as exc:
+            return CallResult(error=f"tool {name!r} timed out: {exc}; its changes were discarded, and the episode "
+                                    "is as it was before the call")
 
     def _interactive(self, ctx: Any, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         """`start_task` / `check_task`: a person's (or a model's) episode, named by the handle start_task returns.
