@@ -64,6 +64,7 @@ from mcpworld.trainer.rollout_settings import (  # noqa: F401 - parse_label, rep
     max_turns,
     parse_label,
     reply_cap,
+    reply_ending,
 )
 from mcpworld.trainer.shared_client import ClientKey, SharedClient  # noqa: F401 - ClientKey: re-exported
 
@@ -157,11 +158,9 @@ class MCPWorldAgent(AgentInstanceBase):
         self.turns += 1
         last = self.rollout.last
         action = self.format.parse({"role": "assistant", "content": text}, [])
-        if action.error is not None:  # cut off by the token budget mid-call is not a malformed call
-            cut = getattr(last, "finish_reason", None) == "length"
-            return self._end(Termination.TRUNCATED if cut else Termination.FORMAT_ERROR)
-        if any(c.name not in self.tools for c in action.calls):
-            return self._end(Termination.UNKNOWN_TOOL)
+        ending = reply_ending(action, self.tools, cut=getattr(last, "finish_reason", None) == "length")
+        if ending is not None:
+            return self._end(ending)
         if not action.calls or self.turns > self.max_turns:
             verified = await ctl.verify(episode, action.final, close=True)
             if verified.closed:

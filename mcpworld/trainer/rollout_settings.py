@@ -18,6 +18,8 @@ import os
 import time
 from typing import Any
 
+from mcpworld.agent.trajectory import Termination
+
 
 def parse_label(label: Any) -> dict[str, Any]:
     """The label is JSON (or a mapping): {"server": "io.mcpworld/airline", "task": "cancel-within-24h", "seed": 0},
@@ -78,3 +80,14 @@ def log_rollout(result: dict[str, Any]) -> dict[str, Any]:
         finally:
             os.close(fd)
     return result
+
+
+def reply_ending(action: Any, tools: set[str], cut: bool) -> Termination | None:
+    """How a parsed reply ends the rollout before any tool runs, the same in every token-level adapter: a reply
+    that does not parse is `truncated` when the token budget cut it (`cut`), else a format error; a call to a tool
+    the world lacks is `unknown_tool`; None when the reply goes on to its calls or its final answer."""
+    if action.error is not None:
+        return Termination.TRUNCATED if cut else Termination.FORMAT_ERROR
+    if any(c.name not in tools for c in action.calls):
+        return Termination.UNKNOWN_TOOL
+    return None

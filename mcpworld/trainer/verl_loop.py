@@ -48,6 +48,7 @@ from mcpworld.trainer.rollout_settings import (
     max_turns,
     parse_label,
     reply_cap,
+    reply_ending,
 )
 from mcpworld.trainer.shared_client import SharedClient
 
@@ -208,11 +209,9 @@ class MCPWorldAgentLoop(AgentLoopBase):
             text = tokenizer.decode(reply, skip_special_tokens=True)
             action = self.format.parse({"role": "assistant", "content": text}, [])
             closed = bool(reply) and reply[-1] in self.template.stop_ids
-            if action.error is not None:  # cut off by the token budget mid-call is not a malformed call
-                cut = not closed and len(reply) >= asked
-                return played.end(Termination.TRUNCATED if cut else Termination.FORMAT_ERROR)
-            if any(c.name not in tools for c in action.calls):
-                return played.end(Termination.UNKNOWN_TOOL)
+            ending = reply_ending(action, tools, cut=not closed and len(reply) >= asked)
+            if ending is not None:
+                return played.end(ending)
             assert played.episode is not None
             started = time.perf_counter()
             try:
