@@ -24,25 +24,12 @@ import httpx
 import pytest
 
 from mcpworld.agent.trajectory import Trajectory, read_trajectories
-from mcpworld.core.testing import free_port, mcpworld_cmd, stop
+from mcpworld.core.testing import free_port, mcpworld_cmd, read_until, stop
 from mcpworld.core.workers import RETRY_HEADER
 
 SAMPLES = 4  # x 23 airline tasks: enough that the run is mid-way when the kill comes
 CONCURRENCY = 16  # episodes in flight: both workers hold several at any moment
 KILL_AFTER = 20  # trajectories written before the kill
-
-
-def read_until(proc: subprocess.Popen, pattern: str, timeout: float = 120.0) -> re.Match:
-    """Read the supervisor's stderr until a line matches (the process is the clock, not a sleep)."""
-    deadline = time.monotonic() + timeout
-    assert proc.stderr is not None
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if not line and proc.poll() is not None:
-            raise AssertionError(f"supervisor exited with {proc.returncode} before {pattern!r}")
-        if match := re.search(pattern, line):
-            return match
-    raise AssertionError(f"no line matching {pattern!r} within {timeout}s")
 
 
 @pytest.fixture()

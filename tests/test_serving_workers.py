@@ -8,30 +8,15 @@ import os
 import re
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from mcpworld.core.testing import free_port, mcpworld_cmd, stop
+from mcpworld.core.testing import free_port, mcpworld_cmd, read_until, stop
 
 MODERN = "2026-07-28"
 ENVELOPE = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
-
-
-def _lines_until(proc: subprocess.Popen, pattern: str, timeout: float = 120.0) -> re.Match:
-    """Read the supervisor's stderr until a line matches (the process is the clock, not a sleep)."""
-    deadline = time.monotonic() + timeout
-    assert proc.stderr is not None
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if not line and proc.poll() is not None:
-            raise AssertionError(f"supervisor exited with {proc.returncode} before {pattern!r}")
-        match = re.search(pattern, line)
-        if match:
-            return match
-    raise AssertionError(f"no line matching {pattern!r} within {timeout}s")
 
 
 @pytest.fixture()
@@ -41,7 +26,7 @@ def served(tmp_path) -> Iterator[dict]:
     proc = subprocess.Popen(mcpworld_cmd("serve", "worlds", "--only", "airline", "--port", str(port), "--workers", "2"),
                             env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     try:
-        ready = _lines_until(proc, r"2 workers ready .* \(pids (\d+), (\d+)\)")
+        ready = read_until(proc, r"2 workers ready .* \(pids (\d+), (\d+)\)")
         yield {"url": f"http://127.0.0.1:{port}/worlds/airline/mcp", "proc": proc,
                "pids": [int(ready.group(1)), int(ready.group(2))]}
     finally:
@@ -112,7 +97,7 @@ def test_requests_follow_their_episode_and_a_dead_worker_fails_only_its_own(serv
         assert listed.status_code == 200 and listed.json()["result"]["tools"], listed.text
 
     os.kill(served["pids"][1], signal.SIGKILL)  # mid-run
-    restarted = _lines_until(served["proc"], r"worker 1 \(pid \d+\) exited .* generation 1")
+    restarted = read_until(served["proc"], r"worker 1 \(pid \d+\) exited .* generation 1")
     assert restarted
 
     for episode in by_worker[0]:  # the other worker's episodes are untouched
@@ -131,5 +116,5 @@ def test_requests_follow_their_episode_and_a_dead_worker_fails_only_its_own(serv
             assert listed.status_code in (404, 503) and "worker 1" in listed.json()["error"]["message"]
 
     # Once the new worker 1 is up, new episodes land on both workers again.
-    _lines_until(served["proc"], r"worker 1 ready again .* generation 1")
+    read_until(served["proc"], r"worker 1 ready again .* generation 1")
     assert {worker_of(start(url, seed)) for seed in range(16)} == {0, 1}

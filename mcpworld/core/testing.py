@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import socket
 import subprocess
@@ -36,6 +37,19 @@ def wait_http(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:
         except httpx.HTTPError:
             time.sleep(0.1)
     raise TimeoutError(f"{url} did not answer within {timeout}s")
+
+
+def read_until(proc: subprocess.Popen, pattern: str, timeout: float = 120.0) -> re.Match[str]:
+    """Read a server's stderr (text mode) until a line matches (the process is the clock, not a sleep)."""
+    deadline = time.monotonic() + timeout
+    assert proc.stderr is not None
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line and proc.poll() is not None:
+            raise AssertionError(f"the server exited with {proc.returncode} before {pattern!r}")
+        if match := re.search(pattern, line):
+            return match
+    raise AssertionError(f"no line matching {pattern!r} within {timeout}s")
 
 
 def stop(proc: subprocess.Popen, timeout: float = 30.0) -> None:
