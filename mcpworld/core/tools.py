@@ -168,8 +168,13 @@ def build_tool(fn: Callable[..., Any]) -> ToolSpec:
     return ToolSpec(name=meta.name, description=description, fn=fn, meta=meta, args_model=model)
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def to_jsonable(value: Any) -> Any:
     """Tool results as JSON: models dumped, dates ISO-formatted, containers walked."""
+    if type(value) in _PLAIN:  # most values of a row: answered before the isinstance ladder
+        return value
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     if isinstance(value, dict):

@@ -40,7 +40,8 @@ def synth_group() -> None:
 @click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Also keep a copy of each package here (it is installed either way unless --no-install).")
 @click.option("--no-install", is_flag=True, help="Do not install into $MCPWORLD_HOME/worlds (needs --out).")
-@click.option("--registry", default=None, help="Registry base URL (default: $MCPWORLD_REGISTRY, else the running `mcpworld up`, else :8765).")
+@click.option("--registry", default=None,
+              help="Registry base URL (default: $MCPWORLD_REGISTRY, else the running `mcpworld up`, else :8765).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON result per scenario.")
 @click.option("--parallel", default=1, show_default=True, help="Scenarios synthesized at once (model calls overlap).")
 def synth_world(scenario: str | None, scenarios_file: Path | None, name: str | None, model: str | None,

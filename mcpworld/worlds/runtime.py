@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 CHANGES_TABLE = "_mcpworld_changes"
 MAX_REFERENCES = 4096  # cached reference end states, per (task, seed)
+MAX_HELD_ROWS = 512  # loaded rows an episode keeps between its calls (beyond it, none: memory stays bounded)
 
 
 def _begin(conn: Any) -> None:
@@ -128,6 +129,7 @@ class Episode:
     last_used: float = field(default_factory=time.monotonic)
     calls: int = 0
     session: Session | None = None  # one per episode: its identity map spares repeated reads a query
+    changes_seen: int = 0  # the connection's write counter when its session's rows were last known current
     generated: dict[str, str] = field(default_factory=dict)  # ids `new_id` made in this episode -> prefix
     _serving: int = 0  # calls in progress (a blocking one may outlive its caller's timeout)
     _serving_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -300,23 +302,36 @@ class WorldRuntime:
         episode.calls += 1
         if episode.session is None:
             episode.session = self.new_session(episode.engine or self.engine, episode.rng, episode.generated)
-        db = episode.session
-        with episode.serving(), _activate(episode.conn):
+            hold_rows(episode.session)
+        db, conn = episode.session, episode.conn
+        if conn.total_changes != episode.changes_seen:  # written beside this session (an audit's edit): reload
+            db.expire_all()
+            episode.changes_seen = conn.total_changes
+        with episode.serving(), _activate(conn):
             try:
-                value = to_jsonable(spec.fn(db, **kwargs))
-                db.commit()
-            except ToolError as exc:
-                db.rollback()
-                return CallResult(error=str(exc))
-            except Exception as exc:  # a bug in the tool or a constraint the data broke
-                db.rollback()
-                return CallResult(error=f"{name} failed: {type(exc).__name__}: {_first_line(exc)}")
-            except BaseException as exc:  # SystemExit, KeyboardInterrupt...: tool code must not stop the server
-                if isinstance(exc, GeneratorExit):
-                    raise
-                db.rollback()
-                return CallResult(error=f"{name} failed: {type(exc).__name__} raised by the tool "
-                                        f"({_first_line(exc) or 'no message'}); the call was rolled back")
+                return self._run(spec, db, name, kwargs)
+            finally:
+                if conn.total_changes != episode.changes_seen:  # it wrote: triggers or cascades may have changed
+                    db.expire_all()                              # more rows than it loaded; reload on next use
+                    episode.changes_seen = conn.total_changes
+
+    def _run(self, spec: ToolSpec, db: Session, name: str, kwargs: dict[str, Any]) -> CallResult:
+        try:
+            value = to_jsonable(spec.fn(db, **kwargs))
+            if db.in_transaction() or db.new or db.dirty or db.deleted:  # else nothing was read or written: no
+                db.commit()                                              # query ran (every row held), no commit
+        except ToolError as exc:
+            db.rollback()
+            return CallResult(error=str(exc))
+        except Exception as exc:  # a bug in the tool or a constraint the data broke
+            db.rollback()
+            return CallResult(error=f"{name} failed: {type(exc).__name__}: {_first_line(exc)}")
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt...: tool code must not stop the server
+            if isinstance(exc, GeneratorExit):
+                raise
+            db.rollback()
+            return CallResult(error=f"{name} failed: {type(exc).__name__} raised by the tool "
+                                    f"({_first_line(exc) or 'no message'}); the call was rolled back")
         return CallResult(value=value)
 
     # -- state and verification ------------------------------------------------------------------------
@@ -538,6 +553,39 @@ def normalize_verdict(raw: bool | Check | Verdict | Iterable[Any]) -> Verdict:
         return Verdict(passed=False, score=0.0, checks=[Check(name="verifier returned checks", passed=False)])
     passed = sum(c.passed for c in checks)
     return Verdict(passed=passed == len(checks), score=passed / len(checks), checks=checks)
+
+
+def hold_rows(session: Session) -> None:
+    """Keep the rows `session` loads alive between calls, so reading a row again costs no query (SQLAlchemy's
+    identity map holds rows weakly: without this, every call's rows die with it and are read again).
+
+    Why it is safe: a held row is trusted only while nothing has written to the episode's database since it was
+    current. A call that writes (through the ORM or around it: triggers, cascades, raw SQL) moves the connection's
+    write counter and every row is expired, to be reloaded on its next use; so does a write beside the session
+    (`WorldRuntime.call` compares the counter first); a rollback expires them too. At most MAX_HELD_ROWS are held.
+    """
+    session.info[_HELD] = {}
+
+
+_HELD = "mcpworld_held_rows"
+
+
+@event.listens_for(Session, "loaded_as_persistent")
+@event.listens_for(Session, "pending_to_persistent")
+@event.listens_for(Session, "detached_to_persistent")
+def _hold(session: Session, instance: Any) -> None:
+    held = session.info.get(_HELD)
+    if held is not None and len(held) < MAX_HELD_ROWS:
+        held[id(instance)] = instance
+
+
+@event.listens_for(Session, "persistent_to_detached")
+@event.listens_for(Session, "persistent_to_deleted")
+@event.listens_for(Session, "persistent_to_transient")
+def _release(session: Session, instance: Any) -> None:
+    held = session.info.get(_HELD)
+    if held is not None:
+        held.pop(id(instance), None)
 
 
 def _template_key(task: Task | None) -> str | None:
