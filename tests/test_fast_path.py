@@ -134,3 +134,88 @@ def test_direct_dispatch_keeps_the_routers_answers(servers: dict[str, str]) -> N
 def test_direct_endpoints_find_every_mounted_world() -> None:
     app = DirectEndpoints(worlds_app(build_servers(["airline", "shop"], EpisodeLimits())))
     assert sorted(app._endpoints()) == ["/worlds/airline/mcp", "/worlds/shop/mcp"]
+
+
+def test_each_sessionless_request_is_its_own_connection() -> None:
+    """2026-07-28 requests with the same envelope share the parsed client info, never per-connection state; a
+    request with another envelope is seen as that client."""
+    import mcp_types as types
+    from mcp.server.lowlevel.server import Server
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    from mcpworld.core.episode_server import endpoint, running
+    from mcpworld.core.security import Exposure
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        connection = ctx.session._connection
+        seen = {"client": ctx.session.client_params.client_info.name, "state": dict(connection.state),
+                "capabilities": ctx.session.client_capabilities.model_dump(exclude_none=True)}
+        connection.state["touched"] = True
+        connection.exit_stack.push_async_callback(lambda: None)  # what a handler may register for its connection
+        return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(seen))])
+
+    server: Server[Any] = Server("probe", on_call_tool=call_tool)
+    app = Starlette(routes=[Mount("/p", app=endpoint(server, Exposure.of("127.0.0.1")))],
+                    lifespan=lambda app: running([server]))
+    seen = []
+    with serve_in_thread(app, free_port()) as base:
+        for name, caps in [("a", {}), ("a", {}), ("b", {"sampling": {}}), ("a", {})]:
+            meta = {**ENVELOPE, "io.modelcontextprotocol/clientInfo": {"name": name, "version": "1"},
+                    "io.modelcontextprotocol/clientCapabilities": caps}
+            reply = httpx.post(base + "/p/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                                     "params": {"name": "probe", "arguments": {}, "_meta": meta}},
+                               headers={"accept": "application/json", "mcp-protocol-version": MODERN,
+                                        "mcp-method": "tools/call", "mcp-name": "probe"})
+            seen.append(json.loads(reply.json()["result"]["content"][0]["text"]))
+    assert [s["client"] for s in seen] == ["a", "a", "b", "a"]
+    assert [s["capabilities"] for s in seen] == [{}, {}, {"sampling": {}}, {}]
+    assert all(s["state"] == {} for s in seen)  # what one request left on its connection, the next never sees
+
+
+def test_a_cancelled_request_stops_and_gets_no_response() -> None:
+    """2025-11-25: `notifications/cancelled` stops the named request (the spec: no response; the POST ends 202,
+    empty), the session serves on, and ending a session stops what it still had running."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import anyio
+    import mcp_types as types
+    from mcp.server.lowlevel.server import Server
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    from mcpworld.core.episode_server import endpoint, running
+    from mcpworld.core.security import Exposure
+
+    started, stopped = threading.Event(), threading.Event()
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name == "hang":
+            started.set()
+            try:
+                await anyio.sleep_forever()
+            finally:
+                stopped.set()
+        return types.CallToolResult(content=[types.TextContent(type="text", text="quick")])
+
+    server: Server[Any] = Server("probe", on_call_tool=call_tool)
+    app = Starlette(routes=[Mount("/p", app=endpoint(server, Exposure.of("127.0.0.1")))],
+                    lifespan=lambda app: running([server]))
+    with serve_in_thread(app, free_port()) as base, ThreadPoolExecutor(2) as pool:
+        session = Session(base + "/p/mcp", "2025-11-25")
+        for end in ("notifications/cancelled", "DELETE"):
+            started.clear(), stopped.clear()
+            hung = pool.submit(session.post, "tools/call", {"name": "hang", "arguments": {}})
+            assert started.wait(30)
+            if end == "DELETE":
+                assert httpx.delete(session.url, headers=session.headers).status_code == 200
+            else:
+                note = {"jsonrpc": "2.0", "method": end, "params": {"requestId": session.n, "reason": "test"}}
+                assert httpx.post(session.url, headers=session.headers, json=note).status_code == 202
+            reply = hung.result(timeout=30)
+            assert (reply.status_code, reply.content) == (202, b"")
+            assert stopped.wait(30)
+            if end != "DELETE":  # the session serves on
+                assert session.post("tools/call", {"name": "quick", "arguments": {}}).json()["result"][
+                    "content"][0]["text"] == "quick"

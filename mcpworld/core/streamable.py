@@ -214,11 +214,25 @@ class _Exchange:
 
 
 @dataclass
+class _InFlight:
+    """A request being answered on a session; `cancel()` (its `notifications/cancelled`, or the session ending)
+    stops it. A plain task cancel: an anyio cancel scope per request cost more than a small call's routing."""
+
+    task: asyncio.Task[Any]
+    cancelled: bool = False
+
+    def cancel(self) -> None:
+        if not self.cancelled:
+            self.cancelled = True
+            self.task.cancel()
+
+
+@dataclass
 class _Session:
     id: str
     runner: ServerRunner[Any]
     last_used: float = field(default_factory=time.monotonic)
-    in_flight: dict[Any, anyio.CancelScope] = field(default_factory=dict)
+    in_flight: dict[Any, _InFlight] = field(default_factory=dict)
 
 
 class StreamableHTTP:
@@ -244,6 +258,7 @@ class StreamableHTTP:
         self._running = False
         self._last_sweep = time.monotonic()
         self._server_info: dict[str, Any] | None = None
+        self._envelopes: dict[tuple[str, str, str], Connection] = {}
 
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
@@ -375,8 +390,8 @@ class StreamableHTTP:
             if rejection is not None:
                 await self._reject(send, rejection, rid, sse)
                 return
-        connection = Connection.from_envelope(verdict.protocol_version, verdict.client_info,
-                                              verdict.client_capabilities)
+        connection = self._envelope_connection(verdict.protocol_version, verdict.client_info,
+                                               verdict.client_capabilities)
         exchange = self._exchange(scope, headers, rid, params)
         try:
             result = None
@@ -390,6 +405,26 @@ class StreamableHTTP:
             await send_json(send, ERROR_CODE_HTTP_STATUS.get(error.code, 200), _error_body(rid, error), sse=sse)
             return
         await send_json(send, 200, {"jsonrpc": "2.0", "id": rid, "result": result}, sse=sse)
+
+    def _envelope_connection(self, version: str, client_info: Any, capabilities: Any) -> Connection:
+        """`Connection.from_envelope` for this request, copied from the one built for the same envelope before.
+
+        Why: every 2026-07-28 request is its own connection, and building one (two pydantic validations, the
+        synthesized initialize params, an anyio event) was ~9% of a small tool call. A trainer's clients send
+        the same envelope every time, so it is built once and each request gets a copy with its own `state` and
+        `exit_stack`, as a fresh one would have; the validated client info and capabilities are shared.
+        """
+        key = (version, repr(client_info), repr(capabilities))
+        made = self._envelopes.get(key)
+        if made is None:
+            made = Connection.from_envelope(version, client_info, capabilities)
+            if len(self._envelopes) >= 256:  # a client that varies its envelope per request: keep memory bounded
+                self._envelopes.clear()
+            self._envelopes[key] = made
+        connection = object.__new__(Connection)
+        connection.__dict__.update(made.__dict__)
+        connection.state, connection.exit_stack = {}, contextlib.AsyncExitStack()
+        return connection
 
     def _param_header_rejection(self, params: dict[str, Any], headers: Headers) -> InboundLadderRejection | None:
         """`Mcp-Param-*` headers checked against the tool's schema (only a server with `get_tool_input_schema`)."""
@@ -529,22 +564,30 @@ class StreamableHTTP:
                                                  "initialize without Mcp-Session-Id to open another", rid),
                             reply_headers, sse)
             return
-        with anyio.CancelScope() as cancel:
-            session.in_flight[rid] = cancel
-            try:
-                exchange = self._exchange(scope, headers, rid, params)
-                result = None
-                if method == "tools/call" and session.runner.connection.initialize_accepted:
-                    result = await self._fast_tool_call(exchange, session.runner.connection, params)
-                if result is None:
-                    result = await session.runner.on_request(exchange, str(method), params)
-                body: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "result": result}
-            except Exception as exc:
-                body = _error_body(rid, modern_error_data(exc))
-            finally:
-                session.in_flight.pop(rid, None)
-                session.last_used = time.monotonic()
-        if cancel.cancelled_caught:  # the client cancelled it: the spec says send no response; end the POST empty
+        task = asyncio.current_task()
+        assert task is not None
+        flight = session.in_flight[rid] = _InFlight(task)
+        body: dict[str, Any] | None
+        try:
+            exchange = self._exchange(scope, headers, rid, params)
+            result = None
+            if method == "tools/call" and session.runner.connection.initialize_accepted:
+                result = await self._fast_tool_call(exchange, session.runner.connection, params)
+            if result is None:
+                result = await session.runner.on_request(exchange, str(method), params)
+            body = {"jsonrpc": "2.0", "id": rid, "result": result}
+        except asyncio.CancelledError:
+            if not flight.cancelled:  # the server is stopping, not the client cancelling
+                raise
+            body = None
+        except Exception as exc:
+            body = _error_body(rid, modern_error_data(exc))
+        finally:
+            session.in_flight.pop(rid, None)
+            session.last_used = time.monotonic()
+        if flight.cancelled:
+            task.uncancel()  # also when the handler swallowed the cancellation and answered
+        if body is None:  # the client cancelled it: the spec says send no response; end the POST empty
             await send_empty(send, 202, reply_headers)
             return
         await send_json(send, 200, body, reply_headers, sse)
