@@ -324,7 +324,7 @@ def bench_capacity(rounds: int = 3) -> list[Row]:
         for protocol in (LEGACY, MODERN):
             for s in (world, bare):  # warm both: caches, templates, the first connections
                 try_load(s, 64, 100, protocol)
-            for c, episodes in ((1, 60), (64, 300), (256, 512)):
+            for c, episodes in ((1, 150), (64, 1000), (256, 1024)):  # about 2 s of work per run, or more
                 cpu: dict[str, float] = {}
                 for _ in range(rounds):
                     for name, s in (("world", world), ("bare", bare)):

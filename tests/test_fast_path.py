@@ -84,15 +84,33 @@ def calls(episode: str) -> list[dict[str, Any]]:
     ]
 
 
+def control(episode: str) -> list[tuple[str, dict[str, Any]]]:
+    """The extension's own methods: well-formed, refused by the handler, and malformed (the SDK's error shape)."""
+    return [
+        ("io.mcpworld/episode/state", {"episode": episode, "table": "reservation", "limit": 2}),
+        ("io.mcpworld/episode/state", {"episode": episode, "table": "nope"}),
+        ("io.mcpworld/episode/tasks", {"split": "test"}),
+        ("io.mcpworld/episode/start", {"task": "no-such-task"}),
+        ("io.mcpworld/episode/start", {"task": "cancel-within-24h", "seed": "not a number"}),
+        ("io.mcpworld/episode/verify", {"episode": episode, "answer": "done"}),
+        ("io.mcpworld/episode/close", {"episode": episode}),
+        ("io.mcpworld/episode/close", {"episode": episode}),  # closed already
+        ("io.mcpworld/episode/verify", {"episode": "e-gone"}),
+        ("io.mcpworld/episode/nope", {}),
+    ]
+
+
 def replies(url: str, version: str) -> list[tuple[int, Any]]:
     session = Session(url, version)
-    started = session.post("io.mcpworld/episode/start", {"task": "cancel-within-24h", "seed": 0}).json()
-    out = []
-    for params in calls(started["result"]["episode"]):
+    started = session.post("io.mcpworld/episode/start", {"task": "cancel-within-24h", "seed": 0})
+    episode = started.json()["result"]["episode"]
+    out = [(started.status_code, json.loads(IDS.sub("e-ID", started.text)))]
+    for params in calls(episode):
         reply = session.post("tools/call", params)
         out.append((reply.status_code, json.loads(IDS.sub("e-ID", reply.text))))
-    verdict = session.post("io.mcpworld/episode/verify", {"episode": started["result"]["episode"]}).json()
-    out.append((200, verdict["result"]["verdict"]["passed"]))
+    for method, params in control(episode):
+        reply = session.post(method, params)
+        out.append((reply.status_code, json.loads(IDS.sub("e-ID", reply.text))))
     return out
 
 
@@ -100,9 +118,15 @@ def replies(url: str, version: str) -> list[tuple[int, Any]]:
 def test_fast_path_answers_what_the_sdk_pipeline_answers(servers: dict[str, str], version: str) -> None:
     fast, full = replies(servers["fast"], version), replies(servers["full"], version)
     assert fast == full
-    ok = fast[0][1]["result"]
+    assert fast[0][1]["result"]["episode"] == "e-ID"
+    ok = fast[1][1]["result"]
     assert ok["isError"] is False and ok["structuredContent"]["id"] == "MW307-0602"
-    assert fast[1][1]["result"]["isError"] is True and fast[4][1]["result"]["isError"] is True
+    assert fast[2][1]["result"]["isError"] is True and fast[5][1]["result"]["isError"] is True
+    state, refused, tasks, unknown, malformed, verdict, closed, again, gone, nope = fast[-10:]
+    assert len(state[1]["result"]["rows"]) == 2 and "error" in refused[1] and tasks[1]["result"]["tasks"]
+    assert unknown[1]["error"]["code"] == malformed[1]["error"]["code"] == -32602
+    assert verdict[1]["result"]["verdict"]["passed"] is False and closed[1]["result"]["closed"] is True
+    assert again[1]["result"]["closed"] is False and "error" in gone[1] and nope[1]["error"]["code"] == -32601
     if version == MODERN:  # the 2026-07-28 result envelope: resultType and the server's identity
         assert ok["resultType"] == "complete"
         assert ok["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "io.mcpworld/airline"
@@ -152,13 +176,14 @@ def test_each_sessionless_request_is_its_own_connection() -> None:
         seen = {"client": ctx.session.client_params.client_info.name, "state": dict(connection.state),
                 "capabilities": ctx.session.client_capabilities.model_dump(exclude_none=True)}
         connection.state["touched"] = True
-        connection.exit_stack.push_async_callback(lambda: None)  # what a handler may register for its connection
+        connection.exit_stack.push_async_callback(cleaned.append, True)  # a handler's cleanup for its connection
         return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(seen))])
 
     server: Server[Any] = Server("probe", on_call_tool=call_tool)
     app = Starlette(routes=[Mount("/p", app=endpoint(server, Exposure.of("127.0.0.1")))],
                     lifespan=lambda app: running([server]))
-    seen = []
+    seen: list[dict[str, Any]] = []
+    cleaned: list[bool] = []
     with serve_in_thread(app, free_port()) as base:
         for name, caps in [("a", {}), ("a", {}), ("b", {"sampling": {}}), ("a", {})]:
             meta = {**ENVELOPE, "io.modelcontextprotocol/clientInfo": {"name": name, "version": "1"},
@@ -171,6 +196,7 @@ def test_each_sessionless_request_is_its_own_connection() -> None:
     assert [s["client"] for s in seen] == ["a", "a", "b", "a"]
     assert [s["capabilities"] for s in seen] == [{}, {}, {"sampling": {}}, {}]
     assert all(s["state"] == {} for s in seen)  # what one request left on its connection, the next never sees
+    assert cleaned == [True] * 4  # and its cleanup ran when the request ended
 
 
 def test_a_cancelled_request_stops_and_gets_no_response() -> None:

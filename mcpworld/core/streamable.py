@@ -57,11 +57,11 @@ from mcp.shared.inbound import (
 )
 from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
-from mcp_types import SERVER_INFO_META_KEY
-from mcp_types.methods import serialize_server_result
+from mcp_types import SERVER_INFO_META_KEY, RequestParams
+from mcp_types.methods import SPEC_CLIENT_METHODS, serialize_server_result
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from opentelemetry import trace
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.datastructures import Headers
 from starlette.requests import Request
 
@@ -394,12 +394,12 @@ class StreamableHTTP:
                                                verdict.client_capabilities)
         exchange = self._exchange(scope, headers, rid, params)
         try:
-            result = None
-            if method == "tools/call":
-                result = await self._fast_tool_call(exchange, connection, params)
+            result = await self._fast_request(exchange, connection, method, params)
             if result is None:
                 result = await serve_one(self.server, exchange, method, params, connection=connection,
                                          lifespan_state=self._lifespan_state)
+            elif connection.exit_stack._exit_callbacks:  # a handler left cleanup for its connection: as serve_one
+                await aclose_shielded(connection)
         except Exception as exc:
             error = modern_error_data(exc)
             await send_json(send, ERROR_CODE_HTTP_STATUS.get(error.code, 200), _error_body(rid, error), sse=sse)
@@ -457,47 +457,65 @@ class StreamableHTTP:
 
     # -- the hot path: tools/call --------------------------------------------------------------------------------
 
-    async def _fast_tool_call(self, exchange: _Exchange, connection: Connection,
-                              params: Any) -> dict[str, Any] | None:
-        """A well-formed `tools/call`, answered by the server's own handler without the SDK's generic pipeline.
+    async def _fast_request(self, exchange: _Exchange, connection: Connection, method: str,
+                            params: Any) -> dict[str, Any] | None:
+        """A well-formed `tools/call`, or a request for an extension's own method (`io.mcpworld/episode/start`,
+        ...), answered by the server's own handler without the SDK's generic pipeline.
 
-        The SDK validates a request's params twice (the spec surface, then the handler's model), wraps it in an
-        OpenTelemetry span, and re-validates the result against the spec surface before dumping it again: on a
-        small tool that is about a third of the server's time (docs/benchmarks.md, "Serving"). Here the params are
-        validated once, by the handler's own model, and the result (the handler's typed `CallToolResult`) is dumped
-        once. The SDK path still serves everything else: malformed params (its error shapes), a server with
-        middleware of its own, and any process where OpenTelemetry has a tracer provider (its spans stay whole).
-        Returns None to say "take the SDK path".
+        The SDK validates a request's params twice (the spec surface or the `_meta` lift, then the handler's
+        model), wraps it in an OpenTelemetry span, and re-validates a spec result against the spec surface before
+        dumping it again: on a small tool that was about a third of the server's time (docs/benchmarks.md,
+        "Serving"). Here the params are validated once, by the handler's own model, and the result dumped once,
+        shaped as the SDK shapes it. The SDK path still serves every other spec method, malformed params (its
+        error shapes), a method with a cache hint, a server with middleware of its own, and any process where
+        OpenTelemetry has a tracer provider (its spans stay whole). Returns None to say "take the SDK path".
         """
-        entry = self._tool_entry()
-        if entry is None or not isinstance(params, dict) or not isinstance(params.get("name"), str):
+        if method != "tools/call" and (method in SPEC_CLIENT_METHODS or method in self.server.cache_hints):
             return None
-        arguments, meta = params.get("arguments"), params.get("_meta")
-        if (arguments is not None and not isinstance(arguments, dict)) or (meta is not None
-                                                                           and not isinstance(meta, dict)):
+        entry = self._handler_entry(method)
+        if entry is None or (params is not None and not isinstance(params, dict)):
+            return None
+        if method == "tools/call":
+            if params is None or not isinstance(params.get("name"), str):
+                return None
+            arguments, meta = params.get("arguments"), params.get("_meta")
+            if (arguments is not None and not isinstance(arguments, dict)) or (meta is not None
+                                                                               and not isinstance(meta, dict)):
+                return None
+        elif not issubclass(entry.params_type, RequestParams):  # its `_meta` would be lifted by another model
             return None
         try:
-            typed = entry.params_type.model_validate(params, by_name=False)
+            typed = entry.params_type.model_validate({} if params is None else params, by_name=False)
         except ValidationError:
             return None
         version = connection.protocol_version
         request_meta = typed.meta
         ctx = ServerRequestContext(session=ServerSession(exchange, connection, request_meta=request_meta),
                                    lifespan_context=self._lifespan_state, protocol_version=version,
-                                   method="tools/call", params=params, request_id=exchange.request_id,
+                                   method=method, params=params, request_id=exchange.request_id,
                                    meta=request_meta, request=exchange.message_metadata.request_context)
         result = await entry.handler(ctx, typed)
-        if not isinstance(result, types.CallToolResult):
-            if isinstance(result, types.ErrorData):
-                raise MCPError.from_error_data(result)
-            raise TypeError(f"tools/call handler returned {type(result).__name__}; expected CallToolResult")
-        dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-        if version == FAST_HANDSHAKE_VERSION:  # the spec surface of this version: the model less `resultType`
-            dumped.pop("resultType", None)
-        elif version not in MODERN_PROTOCOL_VERSIONS:  # older revisions lack more fields: the SDK's own sieve
-            dumped = serialize_server_result("tools/call", version, dumped)
+        if isinstance(result, types.ErrorData):
+            raise MCPError.from_error_data(result)
+        if method == "tools/call":
+            if not isinstance(result, types.CallToolResult):
+                raise TypeError(f"tools/call handler returned {type(result).__name__}; expected CallToolResult")
+            dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+            if version == FAST_HANDSHAKE_VERSION:  # the spec surface of this version: the model less `resultType`
+                dumped.pop("resultType", None)
+            elif version not in MODERN_PROTOCOL_VERSIONS:  # older revisions lack more fields: the SDK's own sieve
+                dumped = serialize_server_result("tools/call", version, dumped)
+        elif result is None:
+            dumped = {}
+        elif isinstance(result, BaseModel):
+            dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        elif isinstance(result, dict):
+            dumped = dict(result)
         else:
-            dumped.setdefault("resultType", "complete")
+            raise TypeError(f"{method} handler returned {type(result).__name__}; expected BaseModel, dict, or None")
+        if version in MODERN_PROTOCOL_VERSIONS:
+            if dumped.get("resultType") is None:
+                dumped["resultType"] = "complete"
             stamp = self._server_info
             if stamp is None:
                 stamp = self._server_info = self.server.server_info_stamp  # dumped straight to bytes: never mutated
@@ -508,14 +526,14 @@ class StreamableHTTP:
                 dumped["_meta"] = {**out_meta, SERVER_INFO_META_KEY: stamp}
         return dumped
 
-    def _tool_entry(self) -> Any:
-        """The server's tools/call handler entry when the fast path may serve it, else None (checked per request:
-        a tracer provider set after start-up turns the SDK's spans back on)."""
+    def _handler_entry(self, method: str) -> Any:
+        """The server's handler entry for `method` when the fast path may serve it, else None (checked per
+        request: a tracer provider set after start-up turns the SDK's spans back on)."""
         middleware = getattr(self.server, "middleware", None)
         if middleware and not (len(middleware) == 1 and type(middleware[0]) is OpenTelemetryMiddleware
                                and not tracing_enabled()):
             return None
-        return self.server.get_request_handler("tools/call")
+        return self.server.get_request_handler(method)
 
     # -- 2025-11-25 and earlier: sessions ------------------------------------------------------------------------
 
@@ -571,8 +589,8 @@ class StreamableHTTP:
         try:
             exchange = self._exchange(scope, headers, rid, params)
             result = None
-            if method == "tools/call" and session.runner.connection.initialize_accepted:
-                result = await self._fast_tool_call(exchange, session.runner.connection, params)
+            if session.runner.connection.initialize_accepted:
+                result = await self._fast_request(exchange, session.runner.connection, str(method), params)
             if result is None:
                 result = await session.runner.on_request(exchange, str(method), params)
             body = {"jsonrpc": "2.0", "id": rid, "result": result}
