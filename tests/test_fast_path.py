@@ -245,3 +245,19 @@ def test_a_cancelled_request_stops_and_gets_no_response() -> None:
             if end != "DELETE":  # the session serves on
                 assert session.post("tools/call", {"name": "quick", "arguments": {}}).json()["result"][
                     "content"][0]["text"] == "quick"
+
+
+def test_a_routing_header_sent_twice_is_refused(servers: dict[str, str]) -> None:
+    """2026-07-28: first-copy and last-copy readers would disagree, so a duplicated routing header is an error."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "get_flight", "arguments": {"flight_id": "MW307-0602"}, "_meta": ENVELOPE}}
+    base = [("content-type", "application/json"), ("accept", "application/json"), ("mcp-protocol-version", MODERN),
+            ("mcp-name", "get_flight")]
+    for url in (servers["fast"], servers["full"]):
+        twice = httpx.post(url, headers=[*base, ("mcp-method", "tools/call"), ("Mcp-Method", "tools/call")],
+                           content=json.dumps(body))
+        assert twice.status_code == 400 and "mcp-method header appears more than once" in twice.json()["error"][
+            "message"]
+        other = httpx.post(url, headers=[*base, ("mcp-method", "tools/call"), ("x-note", "a"), ("x-note", "b")],
+                           content=json.dumps(body))  # a repeated header that routes nothing is fine
+        assert other.status_code == 200 and other.json()["result"]["isError"] is False

@@ -148,7 +148,7 @@ class DirectEndpoints:
         if scope["type"] == "http" and not scope.get("root_path"):
             table = self._table if self._table is not None else self._endpoints()
             hit = table.get(scope["path"])
-            if hit is not None and not any(name == b"origin" for name, _ in scope["headers"]):
+            if hit is not None and b"origin" not in dict(scope["headers"]):
                 await hit[1]({**scope, "root_path": hit[0]}, receive, send)
                 return
         await self.app(scope, receive, send)

@@ -33,6 +33,7 @@ import logging
 import os
 import secrets
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,22 +93,54 @@ class ClientGone(Exception):
     pass
 
 
+class _BodyDeadlines:
+    """One loop timer for every request body being read on a loop, checked every quarter deadline: a timer armed
+    and cancelled per request was a measurable part of a small call (docs/benchmarks.md, "Serving")."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop = loop
+        self.reading: dict[asyncio.Task[Any], tuple[float, list[bool]]] = {}
+        self.tick = 1.0
+        self.timer: asyncio.TimerHandle | None = None
+
+    def watch(self, task: asyncio.Task[Any], deadline_s: float, expired: list[bool]) -> None:
+        self.reading[task] = (self.loop.time() + deadline_s, expired)
+        if deadline_s / 4 < self.tick:
+            self.tick = deadline_s / 4
+            if self.timer is not None:  # a shorter deadline than the timer was armed for
+                self.timer.cancel()
+                self.timer = None
+        if self.timer is None:
+            self.timer = self.loop.call_later(self.tick, self._check)
+
+    def _check(self) -> None:
+        now = self.loop.time()
+        for task, (deadline, expired) in list(self.reading.items()):
+            if now >= deadline:
+                del self.reading[task]
+                expired.append(True)
+                task.cancel()
+        self.timer = self.loop.call_later(self.tick, self._check) if self.reading else None
+
+
+_deadlines: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _BodyDeadlines] = weakref.WeakKeyDictionary()
+
+
 async def read_body(receive: Any, limit: int, deadline_s: float = BODY_DEADLINE_S) -> bytes:
     """The request body, refused as soon as it passes `limit` bytes or takes longer than `deadline_s`.
 
     Raises ClientGone when the client disconnects first (nothing was dispatched, so nothing changed).
-    The deadline is a plain loop timer that cancels this task (an anyio scope costs more than the rest of a small
-    request's body handling, and a whole body is the common case).
+    The deadline cancels this task (an anyio scope costs more than the rest of a small request's body handling,
+    and a whole body is the common case); it is kept by the loop's one `_BodyDeadlines`, to within a quarter of it.
     """
     task = asyncio.current_task()
     assert task is not None
+    loop = task.get_loop()
+    watch = _deadlines.get(loop)
+    if watch is None:
+        watch = _deadlines[loop] = _BodyDeadlines(loop)
     expired: list[bool] = []
-
-    def overdue() -> None:
-        expired.append(True)
-        task.cancel()
-
-    timer = asyncio.get_running_loop().call_later(deadline_s, overdue)
+    watch.watch(task, deadline_s, expired)
     chunks: list[bytes] = []
     size = 0
     try:
@@ -128,7 +161,7 @@ async def read_body(receive: Any, limit: int, deadline_s: float = BODY_DEADLINE_
         task.uncancel()
         raise BodyTimeout() from None
     finally:
-        timer.cancel()
+        watch.reading.pop(task, None)
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
@@ -168,6 +201,32 @@ def accepts(headers: Headers) -> tuple[bool, bool]:
     anything = "*/*" in kinds
     return (anything or "application/json" in kinds or "application/*" in kinds,
             anything or "text/event-stream" in kinds or "text/*" in kinds)
+
+
+class _Headers(Headers):
+    """Starlette's request headers, looked up through one dict (first value wins, as Starlette's scan does): a
+    request is asked for a dozen headers on its way, and each lookup was a scan of the whole list."""
+
+    def __init__(self, scope: Any):
+        super().__init__(scope=scope)
+        first: dict[str, str] = {}
+        self.repeated = False  # any header name sent twice (only then can a routing header be duplicated)
+        for name, value in self._list:
+            key = name.decode("latin-1").lower()
+            if key in first:
+                self.repeated = True
+            else:
+                first[key] = value.decode("latin-1")
+        self._first = first
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._first.get(key.lower(), default)
+
+    def __getitem__(self, key: str) -> str:
+        return self._first[key.lower()]
+
+    def __contains__(self, key: Any) -> bool:
+        return isinstance(key, str) and key.lower() in self._first
 
 
 def _valid_id(rid: Any) -> bool:
@@ -286,7 +345,7 @@ class StreamableHTTP:
             await send_json(send, 503, rpc_error(types.INTERNAL_ERROR, "the server is not running (starting or "
                                                  "shutting down); retry shortly"))
             return
-        headers = Headers(scope=scope)
+        headers = _Headers(scope)
         method = scope["method"]
         refused = self._refusal(headers, method == "POST")
         if refused is not None:
@@ -316,7 +375,7 @@ class StreamableHTTP:
             return 403, f"Invalid Origin header {origin!r}: cross-site requests are refused"
         return None
 
-    async def _post(self, scope: Any, receive: Any, send: Any, headers: Headers) -> None:
+    async def _post(self, scope: Any, receive: Any, send: Any, headers: _Headers) -> None:
         has_json, has_sse = accepts(headers)
         if not (has_json or has_sse):
             await send_json(send, 406, rpc_error(types.INVALID_REQUEST, "Not Acceptable: the client must accept "
@@ -355,7 +414,7 @@ class StreamableHTTP:
 
     # -- 2026-07-28: one self-contained request ------------------------------------------------------------------
 
-    async def _modern(self, scope: Any, send: Any, headers: Headers, message: Any, sse: bool) -> None:
+    async def _modern(self, scope: Any, send: Any, headers: _Headers, message: Any, sse: bool) -> None:
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or not isinstance(
                 message.get("method"), str):
             await send_json(send, 400, rpc_error(types.INVALID_REQUEST, "Body must be a single JSON-RPC request or "
@@ -374,7 +433,7 @@ class StreamableHTTP:
                                                  "notification object"), sse=sse)
             return
         duplicated = find_duplicated_routing_header(
-            (k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"])
+            (k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]) if headers.repeated else None
         if duplicated is not None:
             await self._reject(send, InboundLadderRejection(code=types.HEADER_MISMATCH,
                                                             message=f"{duplicated} header appears more than once"),
@@ -679,9 +738,16 @@ def declares_param_headers(schema: Any) -> bool:
     return cached[1]
 
 
+_tracing: list[float | bool] = [-1.0, False]  # (checked at, answer)
+
+
 def tracing_enabled() -> bool:
-    """Whether OpenTelemetry has a tracer provider (without one, the SDK's spans are no-ops)."""
-    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    """Whether OpenTelemetry has a tracer provider (without one, the SDK's spans are no-ops). Looked up at most
+    every second: a provider set after start-up is seen within one."""
+    now = time.monotonic()
+    if now - _tracing[0] >= 1.0:
+        _tracing[:] = [now, not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)]
+    return bool(_tracing[1])
 
 
 def _allowed(value: str, patterns: list[str]) -> bool:

@@ -178,7 +178,7 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
+        return {str(k): v if type(v) in _PLAIN else to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set)):
         return [to_jsonable(v) for v in value]
     if isinstance(value, (datetime, date)):
