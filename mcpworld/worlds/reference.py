@@ -72,11 +72,16 @@ def canonical(diff: StateDiff, generated: dict[str, str], free_fields: dict[str,
     return Canonical(tables)
 
 
+_UNTOUCHED = TableState()  # read only
+
+
 def mismatches(agent: Canonical, reference: Canonical) -> list[str]:
     """Every way the agent's changes differ from the reference's, one line each (empty: they match)."""
     out: list[str] = []
     for name in sorted(set(agent.tables) | set(reference.tables)):
-        mine, ref = agent.tables.get(name, TableState()), reference.tables.get(name, TableState())
+        mine, ref = agent.tables.get(name, _UNTOUCHED), reference.tables.get(name, _UNTOUCHED)
+        if not (mine.updated or ref.updated or mine.deleted or ref.deleted or mine.inserted or ref.inserted):
+            continue  # neither wrote this table: most tables of most tasks
         for key in sorted(set(mine.updated) | set(ref.updated)):
             if key not in ref.updated:
                 out.append(f"{name}[{key}] was changed; the reference leaves it as it was")
