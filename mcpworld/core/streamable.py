@@ -457,8 +457,8 @@ class StreamableHTTP:
             if result is None:
                 result = await serve_one(self.server, exchange, method, params, connection=connection,
                                          lifespan_state=self._lifespan_state)
-            elif connection.exit_stack._exit_callbacks:  # a handler left cleanup for its connection: as serve_one
-                await aclose_shielded(connection)
+            elif getattr(connection.exit_stack, "_exit_callbacks", True):  # a handler left cleanup for its
+                await aclose_shielded(connection)                            # connection: run it, as serve_one does
         except Exception as exc:
             error = modern_error_data(exc)
             await send_json(send, ERROR_CODE_HTTP_STATUS.get(error.code, 200), _error_body(rid, error), sse=sse)
