@@ -78,6 +78,10 @@ def _activate(conn: sqlite3.Connection) -> Iterator[None]:
         _active.reset(token)
 
 
+class WorldSession(Session):
+    """The session world code runs on: sqlmodel's, plus what `hold_rows` listens for (only on these sessions)."""
+
+
 def _key_sql(ref: str, pk: tuple[str, ...]) -> str:
     return " || '|' || ".join(f'CAST({ref}."{c}" AS TEXT)' for c in pk)
 
@@ -199,7 +203,7 @@ class WorldRuntime:
 
     def new_session(self, engine: Engine, rng: random.Random, generated: dict[str, str] | None = None) -> Session:
         """A session on `engine` with the episode's clock, generator and generated-id record (what tools read)."""
-        session = Session(engine, expire_on_commit=False)
+        session = WorldSession(engine, expire_on_commit=False)
         session.info["now"] = self.world.clock
         session.info["rng"] = rng
         session.info["generated"] = generated if generated is not None else {}
@@ -570,18 +574,18 @@ def hold_rows(session: Session) -> None:
 _HELD = "mcpworld_held_rows"
 
 
-@event.listens_for(Session, "loaded_as_persistent")
-@event.listens_for(Session, "pending_to_persistent")
-@event.listens_for(Session, "detached_to_persistent")
+@event.listens_for(WorldSession, "loaded_as_persistent")
+@event.listens_for(WorldSession, "pending_to_persistent")
+@event.listens_for(WorldSession, "detached_to_persistent")
 def _hold(session: Session, instance: Any) -> None:
     held = session.info.get(_HELD)
     if held is not None and len(held) < MAX_HELD_ROWS:
         held[id(instance)] = instance
 
 
-@event.listens_for(Session, "persistent_to_detached")
-@event.listens_for(Session, "persistent_to_deleted")
-@event.listens_for(Session, "persistent_to_transient")
+@event.listens_for(WorldSession, "persistent_to_detached")
+@event.listens_for(WorldSession, "persistent_to_deleted")
+@event.listens_for(WorldSession, "persistent_to_transient")
 def _release(session: Session, instance: Any) -> None:
     held = session.info.get(_HELD)
     if held is not None:
