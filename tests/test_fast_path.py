@@ -1,5 +1,6 @@
-"""The transport's tools/call fast path (`StreamableHTTP._fast_tool_call`) and the direct endpoint dispatch
-(`serving.DirectEndpoints`) answer exactly what the SDK's full pipeline and the app's router answer.
+"""The transport's fast path (`StreamableHTTP._fast_request`: tools/call and the extension's own methods) and
+the direct endpoint dispatch (`serving.DirectEndpoints`) answer exactly what the SDK's full pipeline and the
+app's router answer.
 
 Two real world servers over HTTP, one per process thread: one plain, one with a pass-through middleware of its
 own (which makes the transport take the SDK's path), sent the same requests on both protocol versions. Their
