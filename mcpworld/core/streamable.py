@@ -43,7 +43,7 @@ import mcp_types as types
 from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
-from mcp.server.runner import ServerRunner, aclose_shielded, modern_error_data, serve_one
+from mcp.server.runner import ServerRunner, _dump_result, aclose_shielded, modern_error_data, serve_one
 from mcp.server.session import ServerSession
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 from mcp.shared.dispatcher import CallOptions
@@ -62,7 +62,7 @@ from mcp_types import SERVER_INFO_META_KEY, RequestParams
 from mcp_types.methods import SPEC_CLIENT_METHODS, serialize_server_result
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from opentelemetry import trace
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 from starlette.datastructures import Headers
 from starlette.requests import Request
 
@@ -564,14 +564,8 @@ class StreamableHTTP:
                 dumped.pop("resultType", None)
             elif version not in MODERN_PROTOCOL_VERSIONS:  # older revisions lack more fields: the SDK's own sieve
                 dumped = serialize_server_result("tools/call", version, dumped)
-        elif result is None:
-            dumped = {}
-        elif isinstance(result, BaseModel):
-            dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-        elif isinstance(result, dict):
-            dumped = dict(result)
         else:
-            raise TypeError(f"{method} handler returned {type(result).__name__}; expected BaseModel, dict, or None")
+            dumped = _dump_result(result)  # the SDK's own: a model by alias, a dict copied, None as {}
         if version in MODERN_PROTOCOL_VERSIONS:
             if dumped.get("resultType") is None:
                 dumped["resultType"] = "complete"

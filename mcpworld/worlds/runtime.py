@@ -79,7 +79,9 @@ def _activate(conn: sqlite3.Connection) -> Iterator[None]:
 
 
 class WorldSession(Session):
-    """The session world code runs on: sqlmodel's, plus what `hold_rows` listens for (only on these sessions)."""
+    """The session world code runs on: sqlmodel's, plus the rows `hold_rows` keeps (only on these sessions)."""
+
+    held: dict[int, Any] | None = None  # id -> row, once `hold_rows` turned holding on
 
 
 def _key_sql(ref: str, pk: tuple[str, ...]) -> str:
@@ -132,7 +134,7 @@ class Episode:
     created: float = field(default_factory=time.monotonic)
     last_used: float = field(default_factory=time.monotonic)
     calls: int = 0
-    session: Session | None = None  # one per episode: its identity map spares repeated reads a query
+    session: WorldSession | None = None  # one per episode: its identity map spares repeated reads a query
     changes_seen: int = 0  # the connection's write counter when its session's rows were last known current
     generated: dict[str, str] = field(default_factory=dict)  # ids `new_id` made in this episode -> prefix
     _serving: int = 0  # calls in progress (a blocking one may outlive its caller's timeout)
@@ -201,7 +203,8 @@ class WorldRuntime:
 
     # -- templates -------------------------------------------------------------------------------------
 
-    def new_session(self, engine: Engine, rng: random.Random, generated: dict[str, str] | None = None) -> Session:
+    def new_session(self, engine: Engine, rng: random.Random,
+                    generated: dict[str, str] | None = None) -> WorldSession:
         """A session on `engine` with the episode's clock, generator and generated-id record (what tools read)."""
         session = WorldSession(engine, expire_on_commit=False)
         session.info["now"] = self.world.clock
@@ -307,17 +310,13 @@ class WorldRuntime:
         if episode.session is None:
             episode.session = self.new_session(episode.engine or self.engine, episode.rng, episode.generated)
             hold_rows(episode.session)
-        db, conn = episode.session, episode.conn
-        if conn.total_changes != episode.changes_seen:  # written beside this session (an audit's edit): reload
-            db.expire_all()
-            episode.changes_seen = conn.total_changes
-        with episode.serving(), _activate(conn):
+        db = episode.session
+        _expire_if_written(episode, db)  # written beside this session since (an audit's edit): reload
+        with episode.serving(), _activate(episode.conn):
             try:
                 return self._run(spec, db, name, kwargs)
             finally:
-                if conn.total_changes != episode.changes_seen:  # it wrote: triggers or cascades may have changed
-                    db.expire_all()                              # more rows than it loaded; reload on next use
-                    episode.changes_seen = conn.total_changes
+                _expire_if_written(episode, db)  # it wrote: triggers or cascades may have changed more rows
 
     def _run(self, spec: ToolSpec, db: Session, name: str, kwargs: dict[str, Any]) -> CallResult:
         try:
@@ -559,7 +558,15 @@ def normalize_verdict(raw: bool | Check | Verdict | Iterable[Any]) -> Verdict:
     return Verdict(passed=passed == len(checks), score=passed / len(checks), checks=checks)
 
 
-def hold_rows(session: Session) -> None:
+def _expire_if_written(episode: Episode, db: Session) -> None:
+    """Expire every row the session holds when the episode's database was written since they were current."""
+    total = episode.conn.total_changes
+    if total != episode.changes_seen:
+        db.expire_all()
+        episode.changes_seen = total
+
+
+def hold_rows(session: WorldSession) -> None:
     """Keep the rows `session` loads alive between calls, so reading a row again costs no query (SQLAlchemy's
     identity map holds rows weakly: without this, every call's rows die with it and are read again).
 
@@ -568,17 +575,14 @@ def hold_rows(session: Session) -> None:
     write counter and every row is expired, to be reloaded on its next use; so does a write beside the session
     (`WorldRuntime.call` compares the counter first); a rollback expires them too. At most MAX_HELD_ROWS are held.
     """
-    session.info[_HELD] = {}
-
-
-_HELD = "mcpworld_held_rows"
+    session.held = {}
 
 
 @event.listens_for(WorldSession, "loaded_as_persistent")
 @event.listens_for(WorldSession, "pending_to_persistent")
 @event.listens_for(WorldSession, "detached_to_persistent")
-def _hold(session: Session, instance: Any) -> None:
-    held = session.info.get(_HELD)
+def _hold(session: WorldSession, instance: Any) -> None:
+    held = session.held
     if held is not None and len(held) < MAX_HELD_ROWS:
         held[id(instance)] = instance
 
@@ -586,8 +590,8 @@ def _hold(session: Session, instance: Any) -> None:
 @event.listens_for(WorldSession, "persistent_to_detached")
 @event.listens_for(WorldSession, "persistent_to_deleted")
 @event.listens_for(WorldSession, "persistent_to_transient")
-def _release(session: Session, instance: Any) -> None:
-    held = session.info.get(_HELD)
+def _release(session: WorldSession, instance: Any) -> None:
+    held = session.held
     if held is not None:
         held.pop(id(instance), None)
 
