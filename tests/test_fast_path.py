@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
+from mcpworld.core.episode_server import error_wire, text_result, value_result, value_wire, wire_result
 from mcpworld.core.serving import DirectEndpoints, serve_in_thread
 from mcpworld.core.testing import free_port
 from mcpworld.worlds.episodes import EpisodeLimits
@@ -82,6 +84,12 @@ def calls(episode: str) -> list[dict[str, Any]]:
         {"name": "get_flight", "arguments": {"flight_id": "MW307-0602"}},  # no episode named: the session's own
         {"name": "get_flight", "arguments": "not an object", "_meta": meta},  # malformed: the SDK's error shape
         {"name": 5, "arguments": {}, "_meta": meta},
+        {"name": "list_payment_methods", "arguments": {"customer_id": "C003"}, "_meta": meta},  # a list
+        {"name": "get_flight", "arguments": {"flight_id": "MW307-0602", "episode": episode}},  # the handle argument
+        {"name": "get_flight", "arguments": {"flight_id": "MW307-0602"}, "_meta": {**meta, "progressToken": 1.5}},
+        {"name": "get_flight", "arguments": {"flight_id": "MW307-0602"}, "_meta": meta, "task": 5},  # unknown param
+        {"name": "get_flight", "arguments": {"flight_id": "x" * 300_000}, "_meta": meta},  # over the size guard
+        {"name": "get_flight", "arguments": {"flight_id": "MW307-0602"}, "_meta": {"io.mcpworld/episode": 7}},
     ]
 
 
@@ -262,3 +270,18 @@ def test_a_routing_header_sent_twice_is_refused(servers: dict[str, str]) -> None
         other = httpx.post(url, headers=[*base, ("mcp-method", "tools/call"), ("x-note", "a"), ("x-note", "b")],
                            content=json.dumps(body))  # a repeated header that routes nothing is fine
         assert other.status_code == 200 and other.json()["result"]["isError"] is False
+
+
+@pytest.mark.parametrize("value", [
+    {"id": "F1", "price": 12.5, "tags": ["a", "é"], "nested": {"n": None, "ok": True}},
+    "plain text", [1, 2, 3], None, 3.5, 0,
+    {"x": float("nan")}, [float("inf")],  # JSON has no NaN: pydantic writes null, text keeps json.dumps' NaN
+    {"u": uuid.UUID(int=7), "b": b"raw"},  # types only `default=str` (text) and pydantic (structured) convert
+])
+def test_a_tool_value_in_wire_shape_is_what_the_sdk_model_dumps(value: Any) -> None:
+    assert value_wire(value) == wire_result(value_result(value))
+    assert json.loads(json.dumps(value_wire(value), allow_nan=False))  # always valid JSON on the wire
+
+
+def test_a_tool_error_in_wire_shape_is_what_the_sdk_model_dumps() -> None:
+    assert error_wire("no such flight") == wire_result(text_result("no such flight", error=True))

@@ -9,6 +9,8 @@
 - `ToolBox`: a server's typed tools (`mcpworld.core.tools`) listed, checked (size, schema) and run, every outcome a
   tool result: an unexpected exception is an `isError` result that says what happened, never a JSON-RPC error.
 - `text_result` / `value_result` / `argument_size_error`: the result helpers and the argument-size guard;
+  `value_wire` / `error_wire`: the same results in their wire shape, for a server's `call_tool_wire` (the
+  transport's fast path: `mcpworld.core.streamable`);
   `no_resources`: the resource handlers of a server without resources.
 - Hosting, one HTTP path for every server: `endpoint`/`mount` serve a low-level `Server` on mcpworld's Streamable
   HTTP transport (`mcpworld.core.streamable`) under a path, guarded by an `Exposure` (freeing a session's episode
@@ -55,6 +57,36 @@ def value_result(value: Any) -> types.CallToolResult:
     """A tool's return value: text as it is, anything else as JSON; structured content always an object."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text_result(text, structured=value if isinstance(value, dict) else {"result": value})
+
+
+def wire_result(result: types.CallToolResult) -> dict[str, Any]:
+    """A tool result in its wire shape: what the SDK sends for it at 2025-11-25 (no `resultType`)."""
+    dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    dumped.pop("resultType", None)
+    return dumped
+
+
+def value_wire(value: Any) -> dict[str, Any]:
+    """`wire_result(value_result(value))`, built without the models when `value` is plain JSON (the common case:
+    a row's columns), which is most of what a small tool call costs the server beyond the tool itself."""
+    if isinstance(value, str):
+        text = value
+    else:
+        try:  # the text value_result writes, whenever nothing in it needs `default` or pydantic (NaN becomes null)
+            text = json.dumps(value, ensure_ascii=False, allow_nan=False, default=_not_plain)
+        except (TypeError, ValueError):
+            return wire_result(value_result(value))
+    return {"content": [{"type": "text", "text": text}],
+            "structuredContent": value if isinstance(value, dict) else {"result": value}, "isError": False}
+
+
+def error_wire(text: str) -> dict[str, Any]:
+    """`wire_result(text_result(text, error=True))`, without the models."""
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def _not_plain(value: Any) -> Any:
+    raise TypeError(type(value).__name__)
 
 
 def argument_size_error(arguments: dict[str, Any], limit: int) -> types.CallToolResult | None:

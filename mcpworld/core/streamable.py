@@ -76,6 +76,7 @@ LOOPBACK_SECURITY = TransportSecuritySettings(  # what the SDK applies by itself
 # The whole body must arrive within this (a trickled body is refused, 408); MCPWORLD_HTTP_BODY_TIMEOUT_S sets it.
 BODY_DEADLINE_S = float(os.environ.get("MCPWORLD_HTTP_BODY_TIMEOUT_S") or 30.0)
 SESSION_HEADER = b"mcp-session-id"
+_PLAIN_CALL = frozenset({"name", "arguments", "_meta"})  # a tools/call with any other params goes through the model
 FAST_HANDSHAKE_VERSION = "2025-11-25"  # tests/test_fast_path.py holds the fast path to the SDK's answers on it
 _JSON = [(b"content-type", b"application/json")]
 _SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-transform")]
@@ -451,12 +452,11 @@ class StreamableHTTP:
                 return
         connection = self._envelope_connection(verdict.protocol_version, verdict.client_info,
                                                verdict.client_capabilities)
-        exchange = self._exchange(scope, headers, rid, params)
         try:
-            result = await self._fast_request(exchange, connection, method, params)
+            result = await self._fast_request(scope, headers, rid, connection, method, params)
             if result is None:
-                result = await serve_one(self.server, exchange, method, params, connection=connection,
-                                         lifespan_state=self._lifespan_state)
+                result = await serve_one(self.server, self._exchange(scope, headers, rid, params), method, params,
+                                         connection=connection, lifespan_state=self._lifespan_state)
             elif getattr(connection.exit_stack, "_exit_callbacks", True):  # a handler left cleanup for its
                 await aclose_shielded(connection)                            # connection: run it, as serve_one does
         except Exception as exc:
@@ -516,7 +516,7 @@ class StreamableHTTP:
 
     # -- the hot path: tools/call --------------------------------------------------------------------------------
 
-    async def _fast_request(self, exchange: _Exchange, connection: Connection, method: str,
+    async def _fast_request(self, scope: Any, headers: Headers, rid: Any, connection: Connection, method: str,
                             params: Any) -> dict[str, Any] | None:
         """A well-formed `tools/call`, or a request for an extension's own method (`io.mcpworld/episode/start`,
         ...), answered by the server's own handler without the SDK's generic pipeline.
@@ -525,15 +525,18 @@ class StreamableHTTP:
         model), wraps it in an OpenTelemetry span, and re-validates a spec result against the spec surface before
         dumping it again: on a small tool that was about a third of the server's time (docs/benchmarks.md,
         "Serving"). Here the params are validated once, by the handler's own model, and the result dumped once,
-        shaped as the SDK shapes it. The SDK path still serves every other spec method, malformed params (its
-        error shapes), a method with a cache hint, a server with middleware of its own, and any process where
-        OpenTelemetry has a tracer provider (its spans stay whole). Returns None to say "take the SDK path".
+        shaped as the SDK shapes it; a server with `call_tool_wire` answers a plain tool call with no models at
+        all (its wire shape at 2025-11-25, or None to decline). The SDK path still serves every other spec
+        method, malformed params (its error shapes), a method with a cache hint, a server with middleware of its
+        own, and any process where OpenTelemetry has a tracer provider (its spans stay whole). Returns None to
+        say "take the SDK path".
         """
         if method != "tools/call" and (method in SPEC_CLIENT_METHODS or method in self.server.cache_hints):
             return None
         entry = self._handler_entry(method)
         if entry is None or (params is not None and not isinstance(params, dict)):
             return None
+        version = connection.protocol_version
         if method == "tools/call":
             if params is None or not isinstance(params.get("name"), str):
                 return None
@@ -541,13 +544,18 @@ class StreamableHTTP:
             if (arguments is not None and not isinstance(arguments, dict)) or (meta is not None
                                                                                and not isinstance(meta, dict)):
                 return None
+            direct = getattr(self.server, "call_tool_wire", None)
+            if direct is not None and params.keys() <= _PLAIN_CALL and (meta is None or "progressToken" not in meta):
+                dumped = await direct(params["name"], arguments, meta)  # nothing else in params a model would check
+                if dumped is not None:
+                    return self._stamped(self._tool_result_for(version, dumped), version)
         elif not issubclass(entry.params_type, RequestParams):  # its `_meta` would be lifted by another model
             return None
         try:
             typed = entry.params_type.model_validate({} if params is None else params, by_name=False)
         except ValidationError:
             return None
-        version = connection.protocol_version
+        exchange = self._exchange(scope, headers, rid, params)
         request_meta = typed.meta
         ctx = ServerRequestContext(session=ServerSession(exchange, connection, request_meta=request_meta),
                                    lifespan_context=self._lifespan_state, protocol_version=version,
@@ -559,13 +567,22 @@ class StreamableHTTP:
         if method == "tools/call":
             if not isinstance(result, types.CallToolResult):
                 raise TypeError(f"tools/call handler returned {type(result).__name__}; expected CallToolResult")
-            dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-            if version == FAST_HANDSHAKE_VERSION:  # the spec surface of this version: the model less `resultType`
-                dumped.pop("resultType", None)
-            elif version not in MODERN_PROTOCOL_VERSIONS:  # older revisions lack more fields: the SDK's own sieve
-                dumped = serialize_server_result("tools/call", version, dumped)
+            dumped = self._tool_result_for(version, result.model_dump(by_alias=True, mode="json", exclude_none=True))
         else:
             dumped = _dump_result(result)  # the SDK's own: a model by alias, a dict copied, None as {}
+        return self._stamped(dumped, version)
+
+    @staticmethod
+    def _tool_result_for(version: str, dumped: dict[str, Any]) -> dict[str, Any]:
+        """A dumped tool result as `version`'s spec surface shapes it."""
+        if version == FAST_HANDSHAKE_VERSION:  # this version's surface: the model less `resultType`
+            dumped.pop("resultType", None)
+        elif version not in MODERN_PROTOCOL_VERSIONS:  # older revisions lack more fields: the SDK's own sieve
+            dumped = serialize_server_result("tools/call", version, dumped)
+        return dumped
+
+    def _stamped(self, dumped: dict[str, Any], version: str) -> dict[str, Any]:
+        """A modern result with its `resultType` and the server-info `_meta` stamp the SDK adds."""
         if version in MODERN_PROTOCOL_VERSIONS:
             if dumped.get("resultType") is None:
                 dumped["resultType"] = "complete"
@@ -640,12 +657,12 @@ class StreamableHTTP:
         flight = session.in_flight[rid] = _InFlight(task)
         body: dict[str, Any] | None
         try:
-            exchange = self._exchange(scope, headers, rid, params)
             result = None
             if session.runner.connection.initialize_accepted:
-                result = await self._fast_request(exchange, session.runner.connection, str(method), params)
+                result = await self._fast_request(scope, headers, rid, session.runner.connection, str(method), params)
             if result is None:
-                result = await session.runner.on_request(exchange, str(method), params)
+                result = await session.runner.on_request(self._exchange(scope, headers, rid, params), str(method),
+                                                         params)
             body = {"jsonrpc": "2.0", "id": rid, "result": result}
         except asyncio.CancelledError:
             if not flight.cancelled:  # the server is stopping, not the client cancelling
