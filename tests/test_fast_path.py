@@ -285,3 +285,22 @@ def test_a_tool_value_in_wire_shape_is_what_the_sdk_model_dumps(value: Any) -> N
 
 def test_a_tool_error_in_wire_shape_is_what_the_sdk_model_dumps() -> None:
     assert error_wire("no such flight") == wire_result(text_result("no such flight", error=True))
+
+
+def test_admission_is_decided_per_header_combination(servers: dict[str, str]) -> None:
+    """The transport remembers what each combination of Content-Type, Host, Origin and Accept let through: a bad
+    header after good requests (and a good one after a refusal) must still get its own answer."""
+    url = servers["fast"]
+    body = {"jsonrpc": "2.0", "id": 1, "method": "io.mcpworld/episode/tasks", "params": {"_meta": ENVELOPE}}
+    good = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": MODERN, "mcp-method": "io.mcpworld/episode/tasks"}
+    cases = [({}, 200), ({"host": "attacker.example"}, 421), ({"origin": "http://attacker.example"}, 403),
+             ({"accept": "text/html"}, 406), ({"content-type": "text/plain"}, 400),
+             ({"accept": "text/event-stream"}, 200), ({}, 200)]
+    for _ in range(2):  # the second round is answered from what the first remembered
+        for change, status in cases:
+            reply = httpx.post(url, headers={**good, **change}, content=json.dumps(body), timeout=30)
+            assert reply.status_code == status, (change, reply.text)
+            if change == {"accept": "text/event-stream"}:  # an SSE-only client gets its answer as one event
+                assert reply.headers["content-type"].startswith("text/event-stream")
+                assert reply.text.startswith("event: message\ndata: {")

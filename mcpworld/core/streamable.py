@@ -196,38 +196,33 @@ def _error_body(rid: Any, error: types.ErrorData) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "error": error.model_dump(mode="json", by_alias=True, exclude_none=True)}
 
 
+class _Headers(Headers):
+    """Starlette's request headers, looked up through one dict (first value wins, as Starlette's scan does): a
+    request is asked for a dozen headers on its way, and each lookup was a scan of the whole list. The dict is
+    built in C from the raw pairs (ASGI servers send names lower-cased); a value is decoded when asked for."""
+
+    def __init__(self, scope: Any):
+        self._list = scope["headers"] = list(scope["headers"])  # what Starlette's own __init__ does with a scope
+        self._first = dict(reversed(self._list))
+        self.repeated = len(self._first) != len(self._list)  # a name sent twice: only then can a routing header be
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = self._first.get(key.lower().encode("latin-1"))
+        return default if value is None else value.decode("latin-1")
+
+    def __getitem__(self, key: str) -> str:
+        return self._first[key.lower().encode("latin-1")].decode("latin-1")
+
+    def __contains__(self, key: Any) -> bool:
+        return isinstance(key, str) and key.lower().encode("latin-1") in self._first
+
+
 def accepts(headers: Headers) -> tuple[bool, bool]:
     """(JSON, SSE) acceptable to the client, with RFC 9110 wildcards."""
     kinds = [part.split(";")[0].strip().lower() for part in headers.get("accept", "").split(",")]
     anything = "*/*" in kinds
     return (anything or "application/json" in kinds or "application/*" in kinds,
             anything or "text/event-stream" in kinds or "text/*" in kinds)
-
-
-class _Headers(Headers):
-    """Starlette's request headers, looked up through one dict (first value wins, as Starlette's scan does): a
-    request is asked for a dozen headers on its way, and each lookup was a scan of the whole list."""
-
-    def __init__(self, scope: Any):
-        super().__init__(scope=scope)
-        first: dict[str, str] = {}
-        self.repeated = False  # any header name sent twice (only then can a routing header be duplicated)
-        for name, value in self._list:
-            key = name.decode("latin-1").lower()
-            if key in first:
-                self.repeated = True
-            else:
-                first[key] = value.decode("latin-1")
-        self._first = first
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self._first.get(key.lower(), default)
-
-    def __getitem__(self, key: str) -> str:
-        return self._first[key.lower()]
-
-    def __contains__(self, key: Any) -> bool:
-        return isinstance(key, str) and key.lower() in self._first
 
 
 def _valid_id(rid: Any) -> bool:
@@ -293,6 +288,7 @@ class _Session:
     runner: ServerRunner[Any]
     last_used: float = field(default_factory=time.monotonic)
     in_flight: dict[Any, _InFlight] = field(default_factory=dict)
+    ready: bool = False  # the client's initialize was accepted
 
 
 class StreamableHTTP:
@@ -319,6 +315,8 @@ class StreamableHTTP:
         self._last_sweep = time.monotonic()
         self._server_info: dict[str, Any] | None = None
         self._envelopes: dict[tuple[str, str, str], Connection] = {}
+        self._admitted: dict[tuple[Any, ...], tuple[int, str] | bool] = {}
+        self._admitted_under: Any = security
 
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
@@ -348,18 +346,47 @@ class StreamableHTTP:
             return
         headers = _Headers(scope)
         method = scope["method"]
-        refused = self._refusal(headers, method == "POST")
-        if refused is not None:
-            await send_json(send, refused[0], rpc_error(types.INVALID_REQUEST, refused[1]))
+        admitted = self._admission(headers, method)
+        if isinstance(admitted, tuple):
+            await send_json(send, admitted[0], rpc_error(types.INVALID_REQUEST, admitted[1]))
             return
         if method == "POST":
-            await self._post(scope, receive, send, headers)
+            await self._post(scope, receive, send, headers, admitted is True)
         elif method == "DELETE":
             await self._delete(send, headers)
         else:
             await send_json(send, 405, rpc_error(types.INVALID_REQUEST, f"Method Not Allowed: {method}; this server "
                                                  "answers POST (and DELETE to end a session), with no SSE stream"),
                             headers=[(b"allow", b"POST, DELETE")])
+
+    def _admission(self, headers: _Headers, method: str) -> tuple[int, str] | bool:
+        """What a request's method and its Content-Type, Host, Origin and Accept headers let through: a refusal
+        (status, message), else whether a POST's answer must be an SSE event (the client accepts no JSON).
+
+        Remembered per combination of those values (a client sends the same ones every time) for as long as the
+        security settings are the same object; a request's own headers are still read whole, every time.
+        """
+        first = headers._first
+        key = (method, first.get(b"content-type"), first.get(b"host"), first.get(b"origin"), first.get(b"accept"))
+        if self._admitted_under is not self.security:  # the settings were replaced: nothing remembered holds
+            self._admitted, self._admitted_under = {}, self.security
+        known = self._admitted.get(key)
+        if known is None:
+            if len(self._admitted) >= 256:  # a client that varies them per request: keep memory bounded
+                self._admitted.clear()
+            known = self._admitted[key] = self._admit(headers, method == "POST")
+        return known
+
+    def _admit(self, headers: Headers, is_post: bool) -> tuple[int, str] | bool:
+        refused = self._refusal(headers, is_post)
+        if refused is not None:
+            return refused
+        if not is_post:
+            return False
+        has_json, has_sse = accepts(headers)
+        if not (has_json or has_sse):
+            return 406, "Not Acceptable: the client must accept application/json (or text/event-stream)"
+        return not has_json
 
     def _refusal(self, headers: Headers, is_post: bool) -> tuple[int, str] | None:
         """The SDK's Host/Origin and Content-Type rules, without building a Request."""
@@ -376,13 +403,7 @@ class StreamableHTTP:
             return 403, f"Invalid Origin header {origin!r}: cross-site requests are refused"
         return None
 
-    async def _post(self, scope: Any, receive: Any, send: Any, headers: _Headers) -> None:
-        has_json, has_sse = accepts(headers)
-        if not (has_json or has_sse):
-            await send_json(send, 406, rpc_error(types.INVALID_REQUEST, "Not Acceptable: the client must accept "
-                                                 "application/json (or text/event-stream)"))
-            return
-        sse = not has_json
+    async def _post(self, scope: Any, receive: Any, send: Any, headers: _Headers, sse: bool) -> None:
         declared = headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
             await send_json(send, 413, rpc_error(types.INVALID_REQUEST, self._too_large(int(declared))), close=True)
@@ -658,7 +679,8 @@ class StreamableHTTP:
         body: dict[str, Any] | None
         try:
             result = None
-            if session.runner.connection.initialize_accepted:
+            if session.ready or session.runner.connection.initialize_accepted:
+                session.ready = True  # initialized stays initialized: asked once
                 result = await self._fast_request(scope, headers, rid, session.runner.connection, str(method), params)
             if result is None:
                 result = await session.runner.on_request(self._exchange(scope, headers, rid, params), str(method),

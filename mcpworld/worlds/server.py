@@ -80,13 +80,14 @@ class WorldServer:
         self.episodes = EpisodeManager(runtime, limits)
         self.interactive = interactive
         world = runtime.world
+        self._policy = world.policy  # said on every start: written once (the rules are fixed once loaded)
         self.server: Server[Any] = Server(
             f"io.mcpworld/{world.name}",
             version=world.version,
             title=world.title,
             description=world.description[:100],
             instructions=f"{world.description}\n\nScenario: {world.scenario}" + (
-                f"\n\nPolicy (follow it even where a tool would allow an action):\n{world.policy}"
+                f"\n\nPolicy (follow it even where a tool would allow an action):\n{self._policy}"
                 if world.rules else ""),
             on_list_tools=self._list_tools,
             on_call_tool=self._route_call,
@@ -101,6 +102,7 @@ class WorldServer:
         if interactive:
             self._tools += _INTERACTIVE_TOOLS
         self._domain = set(runtime.tools)
+        self._timeouts: dict[str, float | None] = {}
         self._handle_tools = [t if t.name in ("start_task", "check_task") else with_handle(t) for t in self._tools]
         schemas = {t.name: t.input_schema for t in self._tools}
         self.server.get_tool_input_schema = schemas.get  # the transport checks Mcp-Param-* headers without a listing
@@ -222,7 +224,11 @@ class WorldServer:
         """One tool call on `episode`, for every face of the world (MCP, NeMo Gym): a plain in-process tool right
         here; a proxied one (its code runs in a worker) off the event loop with its timeout, so other worlds keep
         serving; a timeout is the call's error, its changes discarded."""
-        timeout = blocking_timeout(getattr(self.runtime.tools.get(name), "fn", None))
+        timeout = self._timeouts.get(name, ...)
+        if timeout is ...:  # once per tool: its marking does not change while the world is loaded
+            timeout = blocking_timeout(getattr(self.runtime.tools.get(name), "fn", None))
+            if name in self.runtime.tools:
+                self._timeouts[name] = timeout
         if timeout is None:
             return self.runtime.call(episode, name, arguments)
         try:
@@ -377,7 +383,7 @@ class WorldServer:
         return p.StartResult(
             episode=episode.id, task=params.task,
             instruction=episode.task.instruction if episode.task else "",
-            policy=self.runtime.world.policy, expires_in_s=self.episodes.limits.ttl_s,
+            policy=self._policy, expires_in_s=self.episodes.limits.ttl_s,
         )
 
     def _build_template(self, task_id: str | None) -> None:
