@@ -304,3 +304,34 @@ def test_admission_is_decided_per_header_combination(servers: dict[str, str]) ->
             if change == {"accept": "text/event-stream"}:  # an SSE-only client gets its answer as one event
                 assert reply.headers["content-type"].startswith("text/event-stream")
                 assert reply.text.startswith("event: message\ndata: {")
+
+
+def test_a_remembered_envelope_never_answers_for_a_different_request(servers: dict[str, str]) -> None:
+    """2026-07-28 classifications are remembered per exact envelope and routing headers: a request that differs
+    from a good one in any of them (after the good one was answered) is checked afresh and refused."""
+    url = servers["fast"]
+    session = Session(url, MODERN)
+    episode = session.post("io.mcpworld/episode/start", {"task": "cancel-within-24h"}).json()["result"]["episode"]
+    call = {"name": "get_flight", "arguments": {"flight_id": "MW307-0602"}, "_meta": {"io.mcpworld/episode": episode}}
+
+    def send(headers: dict[str, str], meta: dict[str, Any], name: str = "get_flight") -> httpx.Response:
+        base = {**session.headers, "mcp-method": "tools/call", "mcp-name": "get_flight", **headers}
+        params = {**call, "name": name, "_meta": {**ENVELOPE, **call["_meta"], **meta}}
+        return httpx.post(url, headers=base, json={"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                                                   "params": params}, timeout=30)
+
+    good = send({}, {})
+    assert good.status_code == 200 and good.json()["result"]["isError"] is False
+    unsupported = {"io.modelcontextprotocol/protocolVersion": "2099-01-01"}
+    for headers, meta, name in [({"mcp-name": "get_reservation"}, {}, "get_flight"),  # header and body disagree
+                                ({}, {}, "get_reservation"),
+                                ({"mcp-method": "tools/list"}, {}, "get_flight"),
+                                ({"mcp-protocol-version": "2099-01-01"}, unsupported, "get_flight")]:
+        refused = send(headers, meta, name)
+        assert refused.status_code == 400 and "error" in refused.json(), (headers, meta, name, refused.text)
+    missing = {**call, "_meta": {k: v for k, v in {**ENVELOPE, **call["_meta"]}.items()
+                                 if k != "io.modelcontextprotocol/clientCapabilities"}}
+    refused = httpx.post(url, headers={**session.headers, "mcp-method": "tools/call", "mcp-name": "get_flight"},
+                         json={"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": missing}, timeout=30)
+    assert refused.status_code == 400 and "clientCapabilities" in refused.json()["error"]["message"]
+    assert send({}, {}).json()["result"]["isError"] is False  # and the good one is still good

@@ -73,7 +73,7 @@ def value_wire(value: Any) -> dict[str, Any]:
         text = value
     else:
         try:  # the text value_result writes, whenever nothing in it needs `default` or pydantic (NaN becomes null)
-            text = json.dumps(value, ensure_ascii=False, allow_nan=False, default=_not_plain)
+            text = _plain_text(value)
         except (TypeError, ValueError):
             return wire_result(value_result(value))
     return {"content": [{"type": "text", "text": text}],
@@ -89,9 +89,14 @@ def _not_plain(value: Any) -> Any:
     raise TypeError(type(value).__name__)
 
 
+# Encoders made once (`json.dumps` with any option makes one per call, a third of a small dump's cost).
+_plain_text = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=_not_plain).encode
+_sized = json.JSONEncoder(default=str).encode
+
+
 def argument_size_error(arguments: dict[str, Any], limit: int) -> types.CallToolResult | None:
     """The refusal of arguments over `limit` bytes of JSON (checked before anything parses them), else None."""
-    size = len(json.dumps(arguments, default=str))
+    size = len(_sized(arguments))
     if size <= limit:
         return None
     return text_result(f"arguments too large: {size} bytes (max {limit}); send less text", error=True)

@@ -49,7 +49,11 @@ from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, Transpo
 from mcp.shared.dispatcher import CallOptions
 from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp.shared.inbound import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
     ERROR_CODE_HTTP_STATUS,
+    NAME_BEARING_METHODS,
+    PROTOCOL_VERSION_META_KEY,
     InboundLadderRejection,
     classify_inbound_request,
     find_duplicated_routing_header,
@@ -76,9 +80,11 @@ LOOPBACK_SECURITY = TransportSecuritySettings(  # what the SDK applies by itself
 # The whole body must arrive within this (a trickled body is refused, 408); MCPWORLD_HTTP_BODY_TIMEOUT_S sets it.
 BODY_DEADLINE_S = float(os.environ.get("MCPWORLD_HTTP_BODY_TIMEOUT_S") or 30.0)
 SESSION_HEADER = b"mcp-session-id"
+_ABSENT = object()  # an envelope key the request did not send (its repr equals no JSON value's)
 _PLAIN_CALL = frozenset({"name", "arguments", "_meta"})  # a tools/call with any other params goes through the model
 FAST_HANDSHAKE_VERSION = "2025-11-25"  # tests/test_fast_path.py holds the fast path to the SDK's answers on it
 _JSON = [(b"content-type", b"application/json")]
+_compact = json.JSONEncoder(separators=(",", ":")).encode  # `json.dumps` with these makes an encoder per call
 _SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-transform")]
 
 
@@ -169,7 +175,7 @@ async def read_body(receive: Any, limit: int, deadline_s: float = BODY_DEADLINE_
 async def send_json(send: Any, status: int, body: Any, headers: list[tuple[bytes, bytes]] | None = None,
                     sse: bool = False, close: bool = False) -> None:
     """One complete response: a JSON body (or, for an SSE-only client, the body as one `message` event)."""
-    data = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode()
+    data = body if isinstance(body, bytes) else _compact(body).encode()
     if sse:
         data = b"event: message\ndata: " + data + b"\n\n"
     out = [*(_SSE if sse else _JSON), (b"content-length", str(len(data)).encode()), *(headers or [])]
@@ -291,6 +297,28 @@ class _Session:
     ready: bool = False  # the client's initialize was accepted
 
 
+class _Route:
+    """A 2026-07-28 request's classification and, for an accepted one, the connection its envelope makes: built on
+    first use (a tool call answered in its wire shape needs none), then copied for each request with its own
+    `state` and `exit_stack`, as a fresh one would have; the validated client info and capabilities are shared."""
+
+    __slots__ = ("verdict", "_made")
+
+    def __init__(self, verdict: Any):
+        self.verdict = verdict
+        self._made: Connection | None = None
+
+    def connection(self) -> Connection:
+        made = self._made
+        if made is None:
+            made = self._made = Connection.from_envelope(self.verdict.protocol_version, self.verdict.client_info,
+                                                         self.verdict.client_capabilities)
+        connection = object.__new__(Connection)
+        connection.__dict__.update(made.__dict__)
+        connection.state, connection.exit_stack = {}, contextlib.AsyncExitStack()
+        return connection
+
+
 class StreamableHTTP:
     """ASGI app serving one low-level `Server` at `path` (relative to its mount). Enter `run()` in the lifespan.
 
@@ -314,7 +342,7 @@ class StreamableHTTP:
         self._running = False
         self._last_sweep = time.monotonic()
         self._server_info: dict[str, Any] | None = None
-        self._envelopes: dict[tuple[str, str, str], Connection] = {}
+        self._routes: dict[tuple[Any, ...], _Route] = {}
         self._admitted: dict[tuple[Any, ...], tuple[int, str] | bool] = {}
         self._admitted_under: Any = security
 
@@ -461,7 +489,8 @@ class StreamableHTTP:
                                                             message=f"{duplicated} header appears more than once"),
                                rid, sse)
             return
-        verdict = classify_inbound_request(message, headers=headers)
+        route = self._route(message, params, headers)
+        verdict = route.verdict
         if isinstance(verdict, InboundLadderRejection):
             await self._reject(send, verdict, rid, sse)
             return
@@ -471,40 +500,50 @@ class StreamableHTTP:
             if rejection is not None:
                 await self._reject(send, rejection, rid, sse)
                 return
-        connection = self._envelope_connection(verdict.protocol_version, verdict.client_info,
-                                               verdict.client_capabilities)
         try:
-            result = await self._fast_request(scope, headers, rid, connection, method, params)
+            result = await self._wire_call(verdict.protocol_version, method, params)
             if result is None:
-                result = await serve_one(self.server, self._exchange(scope, headers, rid, params), method, params,
-                                         connection=connection, lifespan_state=self._lifespan_state)
-            elif getattr(connection.exit_stack, "_exit_callbacks", True):  # a handler left cleanup for its
-                await aclose_shielded(connection)                            # connection: run it, as serve_one does
+                connection = route.connection()
+                result = await self._fast_request(scope, headers, rid, connection, method, params)
+                if result is None:
+                    result = await serve_one(self.server, self._exchange(scope, headers, rid, params), method,
+                                             params, connection=connection, lifespan_state=self._lifespan_state)
+                elif getattr(connection.exit_stack, "_exit_callbacks", True):  # a handler left cleanup for its
+                    await aclose_shielded(connection)                            # connection: run it, as serve_one
         except Exception as exc:
             error = modern_error_data(exc)
             await send_json(send, ERROR_CODE_HTTP_STATUS.get(error.code, 200), _error_body(rid, error), sse=sse)
             return
         await send_json(send, 200, {"jsonrpc": "2.0", "id": rid, "result": result}, sse=sse)
 
-    def _envelope_connection(self, version: str, client_info: Any, capabilities: Any) -> Connection:
-        """`Connection.from_envelope` for this request, copied from the one built for the same envelope before.
+    def _route(self, message: dict[str, Any], params: dict[str, Any] | None, headers: _Headers) -> _Route:
+        """`classify_inbound_request(message, headers=headers)` for this request, and the connection its envelope
+        makes; both remembered per exact inputs of the classification, for a well-formed envelope.
 
-        Why: every 2026-07-28 request is its own connection, and building one (two pydantic validations, the
-        synthesized initialize params, an anyio event) was ~9% of a small tool call. A trainer's clients send
-        the same envelope every time, so it is built once and each request gets a copy with its own `state` and
-        `exit_stack`, as a fresh one would have; the validated client info and capabilities are shared.
+        Why: every 2026-07-28 request is its own connection, and a trainer's clients send the same envelope and
+        headers every time: classifying them and building the connection (two pydantic validations, the
+        synthesized initialize params) was about a tenth of a small tool call. The key holds every value the
+        classification reads (the envelope's three values, the method and the parameter it names, the routing
+        headers), so a request that differs in any of them is classified afresh; a rejection is never kept.
         """
-        key = (version, repr(client_info), repr(capabilities))
-        made = self._envelopes.get(key)
-        if made is None:
-            made = Connection.from_envelope(version, client_info, capabilities)
-            if len(self._envelopes) >= 256:  # a client that varies its envelope per request: keep memory bounded
-                self._envelopes.clear()
-            self._envelopes[key] = made
-        connection = object.__new__(Connection)
-        connection.__dict__.update(made.__dict__)
-        connection.state, connection.exit_stack = {}, contextlib.AsyncExitStack()
-        return connection
+        meta = params.get("_meta") if params is not None else None
+        if type(meta) is not dict:
+            return _Route(classify_inbound_request(message, headers=headers))
+        method = message["method"]
+        named = NAME_BEARING_METHODS.get(method)
+        first = headers._first
+        key = (method, repr(params.get(named)) if named else None, first.get(b"mcp-protocol-version"),  # type: ignore[union-attr]
+               first.get(b"mcp-method"), first.get(b"mcp-name"), repr(meta.get(PROTOCOL_VERSION_META_KEY, _ABSENT)),
+               repr(meta.get(CLIENT_INFO_META_KEY, _ABSENT)), repr(meta.get(CLIENT_CAPABILITIES_META_KEY, _ABSENT)))
+        route = self._routes.get(key)
+        if route is None:
+            route = _Route(classify_inbound_request(message, headers=headers))
+            if isinstance(route.verdict, InboundLadderRejection):
+                return route
+            if len(self._routes) >= 256:  # a client that varies its envelope per request: keep memory bounded
+                self._routes.clear()
+            self._routes[key] = route
+        return route
 
     def _param_header_rejection(self, params: dict[str, Any], headers: Headers) -> InboundLadderRejection | None:
         """`Mcp-Param-*` headers checked against the tool's schema (only a server with `get_tool_input_schema`)."""
@@ -537,6 +576,26 @@ class StreamableHTTP:
 
     # -- the hot path: tools/call --------------------------------------------------------------------------------
 
+    async def _wire_call(self, version: str, method: str, params: Any) -> dict[str, Any] | None:
+        """A plain `tools/call` (a name, arguments, `_meta`, nothing a model would have to check) answered by the
+        server's own `call_tool_wire(name, arguments, meta)` in its 2025-11-25 wire shape, with no models and no
+        connection or request context at all; None (no such server, other params, or the server declines) sends
+        the request down `_fast_request`. The same gates as there: a server with middleware, or a process with a
+        tracer provider, takes the SDK's path."""
+        if method != "tools/call" or type(params) is not dict:
+            return None
+        direct = getattr(self.server, "call_tool_wire", None)
+        if direct is None or not params.keys() <= _PLAIN_CALL:
+            return None
+        name, arguments, meta = params.get("name"), params.get("arguments"), params.get("_meta")
+        if type(name) is not str or (arguments is not None and type(arguments) is not dict) or (
+                meta is not None and (type(meta) is not dict or "progressToken" in meta)):
+            return None
+        if self._handler_entry(method) is None:
+            return None
+        dumped = await direct(name, arguments, meta)
+        return None if dumped is None else self._stamped(self._tool_result_for(version, dumped), version)
+
     async def _fast_request(self, scope: Any, headers: Headers, rid: Any, connection: Connection, method: str,
                             params: Any) -> dict[str, Any] | None:
         """A well-formed `tools/call`, or a request for an extension's own method (`io.mcpworld/episode/start`,
@@ -546,11 +605,10 @@ class StreamableHTTP:
         model), wraps it in an OpenTelemetry span, and re-validates a spec result against the spec surface before
         dumping it again: on a small tool that was about a third of the server's time (docs/benchmarks.md,
         "Serving"). Here the params are validated once, by the handler's own model, and the result dumped once,
-        shaped as the SDK shapes it; a server with `call_tool_wire` answers a plain tool call with no models at
-        all (its wire shape at 2025-11-25, or None to decline). The SDK path still serves every other spec
-        method, malformed params (its error shapes), a method with a cache hint, a server with middleware of its
-        own, and any process where OpenTelemetry has a tracer provider (its spans stay whole). Returns None to
-        say "take the SDK path".
+        shaped as the SDK shapes it (and `_wire_call`, tried first, answers a plain tool call with no models at
+        all). The SDK path still serves every other spec method, malformed params (its error shapes), a method
+        with a cache hint, a server with middleware of its own, and any process where OpenTelemetry has a tracer
+        provider (its spans stay whole). Returns None to say "take the SDK path".
         """
         if method != "tools/call" and (method in SPEC_CLIENT_METHODS or method in self.server.cache_hints):
             return None
@@ -565,11 +623,6 @@ class StreamableHTTP:
             if (arguments is not None and not isinstance(arguments, dict)) or (meta is not None
                                                                                and not isinstance(meta, dict)):
                 return None
-            direct = getattr(self.server, "call_tool_wire", None)
-            if direct is not None and params.keys() <= _PLAIN_CALL and (meta is None or "progressToken" not in meta):
-                dumped = await direct(params["name"], arguments, meta)  # nothing else in params a model would check
-                if dumped is not None:
-                    return self._stamped(self._tool_result_for(version, dumped), version)
         elif not issubclass(entry.params_type, RequestParams):  # its `_meta` would be lifted by another model
             return None
         try:
@@ -681,7 +734,10 @@ class StreamableHTTP:
             result = None
             if session.ready or session.runner.connection.initialize_accepted:
                 session.ready = True  # initialized stays initialized: asked once
-                result = await self._fast_request(scope, headers, rid, session.runner.connection, str(method), params)
+                connection = session.runner.connection
+                result = await self._wire_call(connection.protocol_version, str(method), params)
+                if result is None:
+                    result = await self._fast_request(scope, headers, rid, connection, str(method), params)
             if result is None:
                 result = await session.runner.on_request(self._exchange(scope, headers, rid, params), str(method),
                                                          params)
