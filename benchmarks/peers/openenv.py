@@ -130,15 +130,19 @@ def openenv_rows(quick: bool) -> list[Row]:
         data = Path(tmp) / "airline.json"
         export_airline(data)
         world = stack.enter_context(server("world"))
+        bare = stack.enter_context(server("bare"))  # at c=1 only: what any HTTP request per message costs
         peers = {v: stack.enter_context(peer_server(python, v, data)) for v in variants}
 
         def measure(side: str, c: int) -> dict[str, Any]:
-            return try_load(world, c, episodes(c)) if side == "ours" else peer_load(python, peers[side], c, episodes(c))
+            if side in ("ours", "bare"):
+                return try_load(world if side == "ours" else bare, c, episodes(c))
+            return peer_load(python, peers[side], c, episodes(c))
 
-        sides = ["ours", *variants]
-        for side in sides:  # warm-up, untimed: a fresh server answers its first ~1,000 calls at up to half speed
-            measure(side, 64)
+        for side in ["ours", "bare", *variants]:  # warm-up, untimed: a fresh server answers its first ~1,000 calls
+            measure(side, 64)                     # at up to half speed
+        floor: dict[str, Any] = {}
         for c in levels:
+            sides = ["ours", *variants, *(["bare"] if c == 1 else [])]
             runs: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
             for r in range(rounds):
                 for side in sides if r % 2 == 0 else sides[::-1]:  # interleaved, order reversed each round
@@ -146,13 +150,27 @@ def openenv_rows(quick: bool) -> list[Row]:
             ours[c] = best(runs["ours"])
             for v in variants:
                 theirs[v][c] = best(runs[v])
+            if c == 1:
+                floor = best(runs["bare"])
     attempted = {c: episodes(c) for c in levels}
     out = Path(__file__).resolve().parents[1] / "results" / "openenv.json"
     out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"python": str(python), "ours": ours, "openenv": theirs, "episodes": attempted},
-                              indent=2, default=str))
+    out.write_text(json.dumps({"python": str(python), "ours": ours, "openenv": theirs, "episodes": attempted,
+                               "bare_http_c1": floor}, indent=2, default=str))
     print(side_by_side(levels, ours, theirs, attempted), file=sys.stderr)
-    return notes + rows_for(levels, ours, theirs, attempted)
+    return notes + rows_for(levels, ours, theirs, attempted) + floor_rows(floor, ours[1], theirs)
+
+
+def floor_rows(floor: dict[str, Any], ours: dict[str, Any], theirs: dict[str, dict[int, dict[str, Any]]]) -> list[Row]:
+    """At c=1 a message's round trip is the whole cost: the bare JSON-RPC handler on the same uvicorn (no MCP,
+    the same world runtime) is the fastest any HTTP-request-per-message transport here can be, set beside
+    OpenEnv's WebSocket frames; and ours as a share of that floor."""
+    rows = [Row("bare JSON-RPC over HTTP c=1 (any HTTP transport's floor): messages/s", floor["rate"],
+                "messages/s", f"{VARIANTS[v]} messages/s", o[1]["rate"], "reported (HTTP request vs WebSocket frame)",
+                True) for v, o in theirs.items()]
+    rows.append(Row("ours c=1: messages/s", ours["rate"], "messages/s", "bare JSON-RPC over HTTP c=1", floor["rate"],
+                    "reported", True))
+    return rows
 
 
 def failures(run: dict[str, Any], attempted: int) -> float:
