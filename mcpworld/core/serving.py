@@ -160,6 +160,10 @@ def config(app: Any, log_level: str = "warning", **options: Any) -> Any:
 
     if hasattr(app, "router"):  # a Starlette app (a worker's router gets its app already wrapped, see `serve`)
         app = DirectEndpoints(app)
+    # An access line only where the log level shows it (uvicorn otherwise builds it per request, to be dropped);
+    # no `server: uvicorn` header (it tells a client nothing it needs, and costs each response two regex checks).
+    options.setdefault("access_log", log_level in ("info", "debug", "trace"))
+    options.setdefault("server_header", False)
     return uvicorn.Config(app, log_level=log_level, http=guarded_protocol(), backlog=2048,  # loop: uvloop if there
                           **options)
 
