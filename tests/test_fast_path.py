@@ -335,3 +335,27 @@ def test_a_remembered_envelope_never_answers_for_a_different_request(servers: di
                          json={"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": missing}, timeout=30)
     assert refused.status_code == 400 and "clientCapabilities" in refused.json()["error"]["message"]
     assert send({}, {}).json()["result"]["isError"] is False  # and the good one is still good
+
+
+def test_envelopes_kept_stay_few_and_small_whatever_clients_send() -> None:
+    """What the transport remembers of 2026-07-28 envelopes is bounded: an envelope over 4 KiB is classified per
+    request and never kept, and many distinct small ones never keep more than 256; every request is answered."""
+    from starlette.routing import Mount
+
+    from mcpworld.core.streamable import StreamableHTTP
+
+    app = worlds_app(build_servers(["airline"], EpisodeLimits()))
+    transport = next(r.app for r in app.router.routes if isinstance(r, Mount) and isinstance(r.app, StreamableHTTP))
+    with serve_in_thread(app, free_port()) as base, httpx.Client(timeout=30) as client:
+        for i in range(600):  # 300 big, 300 small: more than 256 to keep
+            big = i % 2 == 0
+            caps = {"experimental": {f"x{i}": {"blob": "z" * (8000 if big else 10)}}}
+            meta = {**ENVELOPE, "io.modelcontextprotocol/clientCapabilities": caps}
+            reply = client.post(base + PATH, json={"jsonrpc": "2.0", "id": i, "method": "io.mcpworld/episode/tasks",
+                                                    "params": {"_meta": meta}},
+                                headers={"accept": "application/json", "mcp-protocol-version": MODERN,
+                                         "mcp-method": "io.mcpworld/episode/tasks"})
+            assert reply.status_code == 200 and reply.json()["result"]["tasks"], reply.text
+            kept = list(transport._routes)
+            assert len(kept) <= 256 and all(sum(len(k) for k in key if k) <= 4096 for key in kept)
+    assert kept  # the small ones were kept (the cache works at all)

@@ -5,7 +5,10 @@ Why: profiled under load (docs/benchmarks.md, "Serving"), the SDK's transport ha
 stream to a per-session dispatcher task and back, and rebuilds Starlette requests and pydantic envelopes on the way;
 at 256 concurrent clients that queueing made the tail collapse. Here each POST is answered in its own ASGI task:
 body read (bounded), one `json.loads`, the SDK's own kernel (`ServerRunner.on_request`: validation, middleware,
-handlers, result shaping), one `json.dumps`.
+handlers, result shaping), one `json.dumps`. The hot requests skip parts of that kernel and answer what it
+answers (tests/test_fast_path.py holds them to it): a plain `tools/call` goes to a server's `call_tool_wire` in
+its wire shape (`_wire_call`), the extension's own methods to their handlers validated once (`_fast_request`);
+what a client sends the same every time (the admission headers, a 2026-07-28 envelope) is decided once.
 
 Protocol, per the MCP spec:
 - 2025-11-25 and earlier (handshake era): `initialize` opens a session whose id comes back as `Mcp-Session-Id`;
@@ -524,7 +527,8 @@ class StreamableHTTP:
         headers every time: classifying them and building the connection (two pydantic validations, the
         synthesized initialize params) was about a tenth of a small tool call. The key holds every value the
         classification reads (the envelope's three values, the method and the parameter it names, the routing
-        headers), so a request that differs in any of them is classified afresh; a rejection is never kept.
+        headers), so a request that differs in any of them is classified afresh; a rejection is never kept, nor
+        an envelope of over 4 KiB (so the memory kept stays small whatever clients send).
         """
         meta = params.get("_meta") if params is not None else None
         if type(meta) is not dict:
@@ -538,8 +542,8 @@ class StreamableHTTP:
         route = self._routes.get(key)
         if route is None:
             route = _Route(classify_inbound_request(message, headers=headers))
-            if isinstance(route.verdict, InboundLadderRejection):
-                return route
+            if isinstance(route.verdict, InboundLadderRejection) or sum(len(k) for k in key if k) > 4096:
+                return route  # refused, or an envelope too big to keep 256 of: classified per request
             if len(self._routes) >= 256:  # a client that varies its envelope per request: keep memory bounded
                 self._routes.clear()
             self._routes[key] = route
