@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from mcpworld.core import protocol
 from mcpworld.core.episode_server import error_wire, text_result, value_result, value_wire, wire_result
 from mcpworld.core.serving import DirectEndpoints, serve_in_thread
 from mcpworld.core.testing import free_port
@@ -96,6 +97,13 @@ def calls(episode: str) -> list[dict[str, Any]]:
 def control(episode: str) -> list[tuple[str, dict[str, Any]]]:
     """The extension's own methods: well-formed, refused by the handler, and malformed (the SDK's error shape)."""
     return [
+        ("io.mcpworld/episode/start", {}),  # the seeded world, no task
+        ("io.mcpworld/episode/start", {"task": "cancel-within-24h", "seed": True}),  # what the model makes of these
+        ("io.mcpworld/episode/start", {"task": "cancel-within-24h", "seed": 2.0}),
+        ("io.mcpworld/episode/start", {"task": "cancel-within-24h", "other": 1}),
+        ("io.mcpworld/episode/verify", {"episode": episode, "answer": 5}),
+        ("io.mcpworld/episode/verify", {"episode": episode, "close": "no"}),
+        ("io.mcpworld/episode/verify", {"episode": episode, "_meta": {"progressToken": "p"}}),
         ("io.mcpworld/episode/state", {"episode": episode, "table": "reservation", "limit": 2}),
         ("io.mcpworld/episode/state", {"episode": episode, "table": "nope"}),
         ("io.mcpworld/episode/tasks", {"split": "test"}),
@@ -120,7 +128,14 @@ def replies(url: str, version: str) -> list[tuple[int, Any]]:
     for method, params in control(episode):
         reply = session.post(method, params)
         out.append((reply.status_code, json.loads(IDS.sub("e-ID", reply.text))))
+        if method in MODELS and "result" in reply.json():  # handlers build these results as dicts: each must be
+            result = {k: v for k, v in reply.json()["result"].items() if k not in ("resultType", "_meta")}
+            model = MODELS[method].model_validate(result)  # exactly what the extension's result model dumps to
+            assert model.model_dump(by_alias=True, mode="json", exclude_none=True) == result
     return out
+
+
+MODELS = {"io.mcpworld/episode/start": protocol.StartResult, "io.mcpworld/episode/verify": protocol.VerifyResult}
 
 
 @pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18", "2024-11-05", MODERN])

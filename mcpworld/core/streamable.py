@@ -7,8 +7,9 @@ at 256 concurrent clients that queueing made the tail collapse. Here each POST i
 body read (bounded), one `json.loads`, the SDK's own kernel (`ServerRunner.on_request`: validation, middleware,
 handlers, result shaping), one `json.dumps`. The hot requests skip parts of that kernel and answer what it
 answers (tests/test_fast_path.py holds them to it): a plain `tools/call` goes to a server's `call_tool_wire` in
-its wire shape (`_wire_call`), the extension's own methods to their handlers validated once (`_fast_request`);
-what a client sends the same every time (the admission headers, a 2026-07-28 envelope) is decided once.
+its wire shape, and so do the extension methods it lists in `wire_methods` (`_wire_request`); its other
+extension methods go to their handlers, validated once (`_fast_request`); and what a client sends the same
+every time (the admission headers, a 2026-07-28 envelope) is decided once.
 
 Protocol, per the MCP spec:
 - 2025-11-25 and earlier (handshake era): `initialize` opens a session whose id comes back as `Mcp-Session-Id`;
@@ -83,6 +84,7 @@ LOOPBACK_SECURITY = TransportSecuritySettings(  # what the SDK applies by itself
 # The whole body must arrive within this (a trickled body is refused, 408); MCPWORLD_HTTP_BODY_TIMEOUT_S sets it.
 BODY_DEADLINE_S = float(os.environ.get("MCPWORLD_HTTP_BODY_TIMEOUT_S") or 30.0)
 SESSION_HEADER = b"mcp-session-id"
+_NONE: dict[str, Any] = {}
 _ABSENT = object()  # an envelope key the request did not send (its repr equals no JSON value's)
 _PLAIN_CALL = frozenset({"name", "arguments", "_meta"})  # a tools/call with any other params goes through the model
 FAST_HANDSHAKE_VERSION = "2025-11-25"  # tests/test_fast_path.py holds the fast path to the SDK's answers on it
@@ -504,7 +506,7 @@ class StreamableHTTP:
                 await self._reject(send, rejection, rid, sse)
                 return
         try:
-            result = await self._wire_call(verdict.protocol_version, method, params)
+            result = await self._wire_request(verdict.protocol_version, method, params)
             if result is None:
                 connection = route.connection()
                 result = await self._fast_request(scope, headers, rid, connection, method, params)
@@ -580,25 +582,35 @@ class StreamableHTTP:
 
     # -- the hot path: tools/call --------------------------------------------------------------------------------
 
-    async def _wire_call(self, version: str, method: str, params: Any) -> dict[str, Any] | None:
-        """A plain `tools/call` (a name, arguments, `_meta`, nothing a model would have to check) answered by the
-        server's own `call_tool_wire(name, arguments, meta)` in its 2025-11-25 wire shape, with no models and no
-        connection or request context at all; None (no such server, other params, or the server declines) sends
-        the request down `_fast_request`. The same gates as there: a server with middleware, or a process with a
-        tracer provider, takes the SDK's path."""
-        if method != "tools/call" or type(params) is not dict:
+    async def _wire_request(self, version: str, method: str, params: Any) -> dict[str, Any] | None:
+        """A request the server answers in its wire shape, with no models and no connection or request context
+        at all: a plain `tools/call` (a name, arguments, `_meta`, nothing a model would have to check) through
+        its `call_tool_wire(name, arguments, meta)`, or one of its own extension's methods it lists in
+        `wire_methods` (method -> handler of the params); None (no such hook, or the server declines, as it does
+        for params its model would not take as they are) sends the request down `_fast_request`. The same gates
+        as there: a server with middleware, or a process with a tracer provider, takes the SDK's path."""
+        if type(params) is not dict and params is not None:
             return None
-        direct = getattr(self.server, "call_tool_wire", None)
-        if direct is None or not params.keys() <= _PLAIN_CALL:
+        meta = params.get("_meta") if params is not None else None
+        if meta is not None and (type(meta) is not dict or "progressToken" in meta):
+            return None  # a token the params model would check (and progress this path does not report)
+        if method == "tools/call":
+            direct = getattr(self.server, "call_tool_wire", None)
+            if direct is None or params is None or not params.keys() <= _PLAIN_CALL:
+                return None
+            name, arguments = params.get("name"), params.get("arguments")
+            if type(name) is not str or (arguments is not None and type(arguments) is not dict):
+                return None
+            if self._handler_entry(method) is None:
+                return None
+            dumped = await direct(name, arguments, meta)
+            return None if dumped is None else self._stamped(self._tool_result_for(version, dumped), version)
+        answer = getattr(self.server, "wire_methods", _NONE).get(method)
+        if answer is None or method in SPEC_CLIENT_METHODS or method in self.server.cache_hints or \
+                self._handler_entry(method) is None:
             return None
-        name, arguments, meta = params.get("name"), params.get("arguments"), params.get("_meta")
-        if type(name) is not str or (arguments is not None and type(arguments) is not dict) or (
-                meta is not None and (type(meta) is not dict or "progressToken" in meta)):
-            return None
-        if self._handler_entry(method) is None:
-            return None
-        dumped = await direct(name, arguments, meta)
-        return None if dumped is None else self._stamped(self._tool_result_for(version, dumped), version)
+        dumped = await answer({} if params is None else params)
+        return None if dumped is None else self._stamped(dumped, version)
 
     async def _fast_request(self, scope: Any, headers: Headers, rid: Any, connection: Connection, method: str,
                             params: Any) -> dict[str, Any] | None:
@@ -609,10 +621,10 @@ class StreamableHTTP:
         model), wraps it in an OpenTelemetry span, and re-validates a spec result against the spec surface before
         dumping it again: on a small tool that was about a third of the server's time (docs/benchmarks.md,
         "Serving"). Here the params are validated once, by the handler's own model, and the result dumped once,
-        shaped as the SDK shapes it (and `_wire_call`, tried first, answers a plain tool call with no models at
-        all). The SDK path still serves every other spec method, malformed params (its error shapes), a method
-        with a cache hint, a server with middleware of its own, and any process where OpenTelemetry has a tracer
-        provider (its spans stay whole). Returns None to say "take the SDK path".
+        shaped as the SDK shapes it (and `_wire_request`, tried first, answers what the server can in its wire
+        shape with no models at all). The SDK path still serves every other spec method, malformed params (its
+        error shapes), a method with a cache hint, a server with middleware of its own, and any process where
+        OpenTelemetry has a tracer provider (its spans stay whole). Returns None to say "take the SDK path".
         """
         if method != "tools/call" and (method in SPEC_CLIENT_METHODS or method in self.server.cache_hints):
             return None
@@ -739,7 +751,7 @@ class StreamableHTTP:
             if session.ready or session.runner.connection.initialize_accepted:
                 session.ready = True  # initialized stays initialized: asked once
                 connection = session.runner.connection
-                result = await self._wire_call(connection.protocol_version, str(method), params)
+                result = await self._wire_request(connection.protocol_version, str(method), params)
                 if result is None:
                     result = await self._fast_request(scope, headers, rid, connection, str(method), params)
             if result is None:

@@ -33,6 +33,8 @@ from mcpworld.worlds.episodes import EpisodeError, EpisodeLimits, EpisodeManager
 from mcpworld.worlds.runtime import CallResult, Episode, UnknownTask, WorldRuntime
 
 MAX_ARGUMENT_BYTES = 256 * 1024
+_START_KEYS = frozenset({"task", "seed", "_meta"})  # params the start and verify models take as they are
+_VERIFY_KEYS = frozenset({"episode", "answer", "close", "_meta"})
 
 _INTERACTIVE_TOOLS = [
     types.Tool(
@@ -107,6 +109,7 @@ class WorldServer:
         schemas = {t.name: t.input_schema for t in self._tools}
         self.server.get_tool_input_schema = schemas.get  # the transport checks Mcp-Param-* headers without a listing
         self.server.call_tool_wire = self._call_tool_wire  # and answers a trainer's calls without the SDK's models
+        self.server.wire_methods = {p.METHOD_START: self._start_wire, p.METHOD_VERIFY: self._verify_wire}
 
     # -- episode resolution ----------------------------------------------------------------------------
 
@@ -369,22 +372,36 @@ class WorldServer:
         except EpisodeError as exc:
             raise _bad_params(str(exc)) from None
 
-    async def _start(self, ctx: Any, params: p.StartParams) -> p.StartResult:
-        if not self.runtime.has_template(params.task):  # a world's first episode: seed it off the event loop
-            await anyio.to_thread.run_sync(self._build_template, params.task)
+    async def _start(self, ctx: Any, params: p.StartParams) -> dict[str, Any]:
+        return await self._begin(params.task, params.seed)
+
+    async def _start_wire(self, params: dict[str, Any]) -> dict[str, Any] | None:
+        """`_start` for params its model would take as they are (the transport's `wire_methods`); None sends the
+        rest (a seed as a string, other keys) to the model, which also words the refusal of malformed ones."""
+        task, seed = params.get("task"), params.get("seed", 0)
+        if not params.keys() <= _START_KEYS or (task is not None and type(task) is not str) or type(seed) is not int:
+            return None
+        return await self._begin(task, seed)
+
+    async def _begin(self, task: str | None, seed: int) -> dict[str, Any]:
+        """A fresh episode of `task`: its `StartResult` as the wire carries it (by alias, no None), built without
+        the model on both paths (tests/test_fast_path.py holds them to the SDK's answers)."""
+        if not self.runtime.has_template(task):  # a world's first episode: seed it off the event loop
+            await anyio.to_thread.run_sync(self._build_template, task)
         try:
-            episode = self.episodes.start(params.task, params.seed)
+            episode = self.episodes.start(task, seed)
         except UnknownTask as exc:
             raise _bad_params(f"{exc}; list tasks with {p.METHOD_TASKS}") from None
         except WorldUnavailable as exc:  # the world's fault, not the request's
             raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
         except EpisodeError as exc:
             raise MCPError(code=types.INVALID_REQUEST, message=str(exc)) from None
-        return p.StartResult(
-            episode=episode.id, task=params.task,
-            instruction=episode.task.instruction if episode.task else "",
-            policy=self._policy, expires_in_s=self.episodes.limits.ttl_s,
-        )
+        started: dict[str, Any] = {"episode": episode.id, "task": task,
+                                   "instruction": episode.task.instruction if episode.task else "",
+                                   "policy": self._policy, "expiresInS": float(self.episodes.limits.ttl_s)}
+        if task is None:
+            del started["task"]
+        return started
 
     def _build_template(self, task_id: str | None) -> None:
         """Build the template `task_id` starts from; a failure is kept by the runtime and reported by the start."""
@@ -393,15 +410,31 @@ class WorldServer:
             with contextlib.suppress(BaseException):  # SystemExit from a seed too: in a thread, kept, re-raised
                 self.runtime.template(task)
 
-    async def _verify(self, ctx: Any, params: p.VerifyParams) -> p.VerifyResult:
-        episode = self._lookup(params.episode)
+    async def _verify(self, ctx: Any, params: p.VerifyParams) -> dict[str, Any]:
+        return self._judge(params.episode, params.answer, params.close)
+
+    async def _verify_wire(self, params: dict[str, Any]) -> dict[str, Any] | None:
+        """`_verify` for params its model would take as they are (the transport's `wire_methods`)."""
+        episode, answer, close = params.get("episode"), params.get("answer"), params.get("close", False)
+        if not params.keys() <= _VERIFY_KEYS or type(episode) is not str or type(close) is not bool or (
+                answer is not None and type(answer) is not str):
+            return None
+        return self._judge(episode, answer, close)
+
+    def _judge(self, episode_id: str, answer: str | None, close: bool) -> dict[str, Any]:
+        """An episode's verdict: its `VerifyResult` as the wire carries it, built without the model."""
+        episode = self._lookup(episode_id)
         try:
-            verdict = self.runtime.verify(episode, params.answer)
+            verdict = self.runtime.verify(episode, answer)
         except UnknownTask as exc:
             raise _bad_params(f"cannot verify: {exc}") from None
-        closed = self.episodes.close(episode.id) if params.close else False
-        return p.VerifyResult(episode=episode.id, task=episode.task.id if episode.task else None, verdict=verdict,
-                              closed=closed)
+        closed = self.episodes.close(episode.id) if close else False
+        judged: dict[str, Any] = {"episode": episode.id, "task": episode.task.id if episode.task else None,
+                                  "verdict": verdict.model_dump(by_alias=True, mode="json", exclude_none=True),
+                                  "closed": closed}
+        if judged["task"] is None:
+            del judged["task"]
+        return judged
 
     async def _close(self, ctx: Any, params: p.EpisodeParams) -> p.CloseResult:
         return p.CloseResult(episode=params.episode, closed=self.episodes.close(params.episode))
