@@ -37,8 +37,10 @@ MODERN = "2026-07-28"
 
 def bare_app(runtime: Any) -> Any:
     """A bare JSON-RPC handler over the world runtime: no MCP kernel, no validation, the least work an answer
-    takes (the ceiling a real transport is measured against)."""
+    takes (the ceiling a real transport is measured against). Its answer is the world server's: a tool's value
+    as text and as structured content, so the two differ in how they serve, not in what they send."""
     episodes: dict[str, Any] = {}
+    policy = runtime.world.policy
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -67,17 +69,25 @@ def bare_app(runtime: Any) -> Any:
         elif method == "io.mcpworld/episode/start":
             episode = runtime.fork(params.get("task"), params.get("seed", 0))
             episodes[episode.id] = episode
-            result = {"episode": episode.id}
+            result = {"episode": episode.id, "task": params.get("task"),
+                      "instruction": episode.task.instruction if episode.task else "",
+                      "policy": policy, "expiresInS": 1800.0}
         elif method == "tools/call":
             episode = episodes[params["_meta"]["io.mcpworld/episode"]]
             outcome = runtime.call(episode, params["name"], params.get("arguments"))
-            text = outcome.error if outcome.error is not None else json.dumps(outcome.value, default=str)
-            result = {"content": [{"type": "text", "text": text}], "isError": outcome.error is not None}
+            if outcome.error is not None:
+                result = {"content": [{"type": "text", "text": outcome.error}], "isError": True}
+            else:  # the same answer the world server gives: the value as text and as structured content
+                value = outcome.value
+                result = {"content": [{"type": "text", "text": json.dumps(value, ensure_ascii=False, default=str)}],
+                          "structuredContent": value if isinstance(value, dict) else {"result": value},
+                          "isError": False}
         elif method == "io.mcpworld/episode/verify":
             episode = episodes.pop(params["episode"])
             verdict = runtime.verify(episode, params.get("answer"))
             episode.close()
-            result = {"verdict": verdict.model_dump(mode="json"), "closed": True}
+            result = {"episode": episode.id, "task": episode.task.id if episode.task else None,
+                      "verdict": verdict.model_dump(mode="json"), "closed": True}
         else:
             result = {}
         body = json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}, default=str).encode()
@@ -323,7 +333,7 @@ def openenv_rows(quick: bool) -> list[Row]:
     return peer_rows(quick)
 
 
-def bench_capacity(rounds: int = 3) -> list[Row]:
+def bench_capacity(rounds: int = 5) -> list[Row]:
     """The world server against the bare handler only, both up at once, interleaved, best of `rounds`, on both
     protocol versions: the bare-handler target alone, in a few minutes (`python -m benchmarks.serving capacity`)."""
     rows: list[Row] = []
