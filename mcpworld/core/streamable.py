@@ -116,7 +116,7 @@ class _BodyDeadlines:
         self.timer: asyncio.TimerHandle | None = None
 
     def watch(self, task: asyncio.Task[Any], deadline_s: float, expired: list[bool]) -> None:
-        self.reading[task] = (self.loop.time() + deadline_s, expired)
+        self.reading[task] = (time.monotonic() + deadline_s, expired)
         if deadline_s / 4 < self.tick:
             self.tick = deadline_s / 4
             if self.timer is not None:  # a shorter deadline than the timer was armed for
@@ -126,7 +126,7 @@ class _BodyDeadlines:
             self.timer = self.loop.call_later(self.tick, self._check)
 
     def _check(self) -> None:
-        now = self.loop.time()
+        now = time.monotonic()
         for task, (deadline, expired) in list(self.reading.items()):
             if now >= deadline:
                 del self.reading[task]
@@ -136,6 +136,7 @@ class _BodyDeadlines:
 
 
 _deadlines: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _BodyDeadlines] = weakref.WeakKeyDictionary()
+_last_deadlines: list[Any] = [None, None]  # (loop, its deadlines) of the last body read
 
 
 async def read_body(receive: Any, limit: int, deadline_s: float = BODY_DEADLINE_S) -> bytes:
@@ -148,11 +149,17 @@ async def read_body(receive: Any, limit: int, deadline_s: float = BODY_DEADLINE_
     task = asyncio.current_task()
     assert task is not None
     loop = task.get_loop()
-    watch = _deadlines.get(loop)
+    watch = _last_deadlines[1] if _last_deadlines[0] is loop else None  # one server, one loop: looked up once
     if watch is None:
-        watch = _deadlines[loop] = _BodyDeadlines(loop)
+        watch = _deadlines.get(loop)
+        if watch is None:
+            watch = _deadlines[loop] = _BodyDeadlines(loop)
+        _last_deadlines[:] = [loop, watch]
     expired: list[bool] = []
-    watch.watch(task, deadline_s, expired)
+    if watch.timer is not None and deadline_s / 4 >= watch.tick:  # armed for this deadline: just register
+        watch.reading[task] = (time.monotonic() + deadline_s, expired)
+    else:
+        watch.watch(task, deadline_s, expired)
     chunks: list[bytes] = []
     size = 0
     try:
@@ -437,7 +444,7 @@ class StreamableHTTP:
         return None
 
     async def _post(self, scope: Any, receive: Any, send: Any, headers: _Headers, sse: bool) -> None:
-        declared = headers.get("content-length")
+        declared = headers._first.get(b"content-length")  # the hot path reads its headers straight off the dict
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
             await send_json(send, 413, rpc_error(types.INVALID_REQUEST, self._too_large(int(declared))), close=True)
             return
@@ -457,7 +464,8 @@ class StreamableHTTP:
         except (ValueError, RecursionError) as exc:
             await send_json(send, 400, rpc_error(types.PARSE_ERROR, f"Parse error: {exc}"), sse=sse)
             return
-        version = headers.get("mcp-protocol-version")
+        raw_version = headers._first.get(b"mcp-protocol-version")
+        version = None if raw_version is None else raw_version.decode("latin-1")
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
             await self._modern(scope, send, headers, message, sse)
         else:
@@ -599,15 +607,18 @@ class StreamableHTTP:
             if direct is None or params is None or not params.keys() <= _PLAIN_CALL:
                 return None
             name, arguments = params.get("name"), params.get("arguments")
-            if type(name) is not str or (arguments is not None and type(arguments) is not dict):
-                return None
-            if self._handler_entry(method) is None:
+            if type(name) is not str or (arguments is not None and type(arguments) is not dict) or \
+                    self._sdk_path_only():
                 return None
             dumped = await direct(name, arguments, meta)
-            return None if dumped is None else self._stamped(self._tool_result_for(version, dumped), version)
+            if dumped is None:
+                return None
+            if version != FAST_HANDSHAKE_VERSION:  # at 2025-11-25 the wire shape is the answer already
+                dumped = self._stamped(self._tool_result_for(version, dumped), version)
+            return dumped
         answer = getattr(self.server, "wire_methods", _NONE).get(method)
         if answer is None or method in SPEC_CLIENT_METHODS or method in self.server.cache_hints or \
-                self._handler_entry(method) is None:
+                self._sdk_path_only():
             return None
         dumped = await answer({} if params is None else params)
         return None if dumped is None else self._stamped(dumped, version)
@@ -687,13 +698,15 @@ class StreamableHTTP:
         return dumped
 
     def _handler_entry(self, method: str) -> Any:
-        """The server's handler entry for `method` when the fast path may serve it, else None (checked per
-        request: a tracer provider set after start-up turns the SDK's spans back on)."""
+        """The server's handler entry for `method` when the fast path may serve it, else None."""
+        return None if self._sdk_path_only() else self.server.get_request_handler(method)
+
+    def _sdk_path_only(self) -> bool:
+        """Whether every request must take the SDK's path: the server has middleware of its own, or OpenTelemetry
+        has a tracer provider (checked per request: one set after start-up turns the SDK's spans back on)."""
         middleware = getattr(self.server, "middleware", None)
-        if middleware and not (len(middleware) == 1 and type(middleware[0]) is OpenTelemetryMiddleware
-                               and not tracing_enabled()):
-            return None
-        return self.server.get_request_handler(method)
+        return bool(middleware) and not (len(middleware) == 1 and type(middleware[0]) is OpenTelemetryMiddleware
+                                         and not tracing_enabled())
 
     # -- 2025-11-25 and earlier: sessions ------------------------------------------------------------------------
 
