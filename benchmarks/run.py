@@ -55,9 +55,9 @@ def main(argv: list[str] | None = None) -> int:
 
                 rows += swe.bench_swe(args.quick)
             elif section == "serving":
-                from benchmarks import serving
+                from benchmarks import in_process, serving
 
-                rows += serving.bench_serving(args.quick)
+                rows += in_process.bench_in_process(args.quick) + serving.bench_serving(args.quick)
             elif section == "scale":
                 from benchmarks import worlds_scale
 

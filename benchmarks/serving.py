@@ -7,7 +7,8 @@ ceiling); 1 vs 2 workers; RSS per worker with 1,024 live episodes; the OpenEnv p
 (`python -m benchmarks.peers openenv --setup`).
 
 Also runnable alone: `python -m benchmarks.serving [--quick]`; its servers: `python -m benchmarks.serving serve
-{sdk-world,echo,bare} PORT`.
+{sdk-world,echo,bare} PORT`. The same comparison without the network (less noisy): `python -m
+benchmarks.in_process`.
 """
 
 from __future__ import annotations
