@@ -705,8 +705,9 @@ class StreamableHTTP:
         """Whether every request must take the SDK's path: the server has middleware of its own, or OpenTelemetry
         has a tracer provider (checked per request: one set after start-up turns the SDK's spans back on)."""
         middleware = getattr(self.server, "middleware", None)
-        return bool(middleware) and not (len(middleware) == 1 and type(middleware[0]) is OpenTelemetryMiddleware
-                                         and not tracing_enabled())
+        if not middleware:
+            return False
+        return not (len(middleware) == 1 and type(middleware[0]) is OpenTelemetryMiddleware and not tracing_enabled())
 
     # -- 2025-11-25 and earlier: sessions ------------------------------------------------------------------------
 
