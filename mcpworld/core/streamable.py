@@ -116,7 +116,7 @@ class _BodyDeadlines:
         self.timer: asyncio.TimerHandle | None = None
 
     def watch(self, task: asyncio.Task[Any], deadline_s: float, expired: list[bool]) -> None:
-        self.reading[task] = (time.monotonic() + deadline_s, expired)
+        self.reading[task] = (self.loop.time() + deadline_s, expired)
         if deadline_s / 4 < self.tick:
             self.tick = deadline_s / 4
             if self.timer is not None:  # a shorter deadline than the timer was armed for
@@ -126,7 +126,7 @@ class _BodyDeadlines:
             self.timer = self.loop.call_later(self.tick, self._check)
 
     def _check(self) -> None:
-        now = time.monotonic()
+        now = self.loop.time()
         for task, (deadline, expired) in list(self.reading.items()):
             if now >= deadline:
                 del self.reading[task]
@@ -136,7 +136,6 @@ class _BodyDeadlines:
 
 
 _deadlines: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _BodyDeadlines] = weakref.WeakKeyDictionary()
-_last_deadlines: list[Any] = [None, None]  # (loop, its deadlines) of the last body read
 
 
 async def read_body(receive: Any, limit: int, deadline_s: float = BODY_DEADLINE_S) -> bytes:
@@ -149,17 +148,11 @@ async def read_body(receive: Any, limit: int, deadline_s: float = BODY_DEADLINE_
     task = asyncio.current_task()
     assert task is not None
     loop = task.get_loop()
-    watch = _last_deadlines[1] if _last_deadlines[0] is loop else None  # one server, one loop: looked up once
+    watch = _deadlines.get(loop)
     if watch is None:
-        watch = _deadlines.get(loop)
-        if watch is None:
-            watch = _deadlines[loop] = _BodyDeadlines(loop)
-        _last_deadlines[:] = [loop, watch]
+        watch = _deadlines[loop] = _BodyDeadlines(loop)
     expired: list[bool] = []
-    if watch.timer is not None and deadline_s / 4 >= watch.tick:  # armed for this deadline: just register
-        watch.reading[task] = (time.monotonic() + deadline_s, expired)
-    else:
-        watch.watch(task, deadline_s, expired)
+    watch.watch(task, deadline_s, expired)
     chunks: list[bytes] = []
     size = 0
     try:
@@ -418,9 +411,18 @@ class StreamableHTTP:
         return known
 
     def _admit(self, headers: Headers, is_post: bool) -> tuple[int, str] | bool:
-        refused = self._refusal(headers, is_post)
-        if refused is not None:
-            return refused
+        """The SDK's Content-Type and Host/Origin rules (without building a Request), then Accept."""
+        if is_post and not headers.get("content-type", "").lower().startswith("application/json"):
+            return 400, "Invalid Content-Type header: send application/json"
+        settings = self.security
+        if settings is not None and settings.enable_dns_rebinding_protection:
+            host = headers.get("host")
+            if not host or not _allowed(host, settings.allowed_hosts):
+                return 421, (f"Invalid Host header {host!r}: this server answers only to "
+                             f"{', '.join(settings.allowed_hosts)}")
+            origin = headers.get("origin")
+            if origin and not _allowed(origin, settings.allowed_origins):
+                return 403, f"Invalid Origin header {origin!r}: cross-site requests are refused"
         if not is_post:
             return False
         has_json, has_sse = accepts(headers)
@@ -428,23 +430,8 @@ class StreamableHTTP:
             return 406, "Not Acceptable: the client must accept application/json (or text/event-stream)"
         return not has_json
 
-    def _refusal(self, headers: Headers, is_post: bool) -> tuple[int, str] | None:
-        """The SDK's Host/Origin and Content-Type rules, without building a Request."""
-        if is_post and not headers.get("content-type", "").lower().startswith("application/json"):
-            return 400, "Invalid Content-Type header: send application/json"
-        settings = self.security
-        if settings is None or not settings.enable_dns_rebinding_protection:
-            return None
-        host = headers.get("host")
-        if not host or not _allowed(host, settings.allowed_hosts):
-            return 421, f"Invalid Host header {host!r}: this server answers only to {', '.join(settings.allowed_hosts)}"
-        origin = headers.get("origin")
-        if origin and not _allowed(origin, settings.allowed_origins):
-            return 403, f"Invalid Origin header {origin!r}: cross-site requests are refused"
-        return None
-
     async def _post(self, scope: Any, receive: Any, send: Any, headers: _Headers, sse: bool) -> None:
-        declared = headers._first.get(b"content-length")  # the hot path reads its headers straight off the dict
+        declared = headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
             await send_json(send, 413, rpc_error(types.INVALID_REQUEST, self._too_large(int(declared))), close=True)
             return
@@ -464,8 +451,7 @@ class StreamableHTTP:
         except (ValueError, RecursionError) as exc:
             await send_json(send, 400, rpc_error(types.PARSE_ERROR, f"Parse error: {exc}"), sse=sse)
             return
-        raw_version = headers._first.get(b"mcp-protocol-version")
-        version = None if raw_version is None else raw_version.decode("latin-1")
+        version = headers.get("mcp-protocol-version")
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
             await self._modern(scope, send, headers, message, sse)
         else:
@@ -541,12 +527,12 @@ class StreamableHTTP:
         an envelope of over 4 KiB (so the memory kept stays small whatever clients send).
         """
         meta = params.get("_meta") if params is not None else None
-        if type(meta) is not dict:
+        if params is None or type(meta) is not dict:
             return _Route(classify_inbound_request(message, headers=headers))
         method = message["method"]
         named = NAME_BEARING_METHODS.get(method)
         first = headers._first
-        key = (method, repr(params.get(named)) if named else None, first.get(b"mcp-protocol-version"),  # type: ignore[union-attr]
+        key = (method, repr(params.get(named)) if named else None, first.get(b"mcp-protocol-version"),
                first.get(b"mcp-method"), first.get(b"mcp-name"), repr(meta.get(PROTOCOL_VERSION_META_KEY, _ABSENT)),
                repr(meta.get(CLIENT_INFO_META_KEY, _ABSENT)), repr(meta.get(CLIENT_CAPABILITIES_META_KEY, _ABSENT)))
         route = self._routes.get(key)
@@ -611,11 +597,7 @@ class StreamableHTTP:
                     self._sdk_path_only():
                 return None
             dumped = await direct(name, arguments, meta)
-            if dumped is None:
-                return None
-            if version != FAST_HANDSHAKE_VERSION:  # at 2025-11-25 the wire shape is the answer already
-                dumped = self._stamped(self._tool_result_for(version, dumped), version)
-            return dumped
+            return None if dumped is None else self._stamped(self._tool_result_for(version, dumped), version)
         answer = getattr(self.server, "wire_methods", _NONE).get(method)
         if answer is None or method in SPEC_CLIENT_METHODS or method in self.server.cache_hints or \
                 self._sdk_path_only():

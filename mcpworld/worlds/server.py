@@ -33,8 +33,14 @@ from mcpworld.worlds.episodes import EpisodeError, EpisodeLimits, EpisodeManager
 from mcpworld.worlds.runtime import CallResult, Episode, UnknownTask, WorldRuntime
 
 MAX_ARGUMENT_BYTES = 256 * 1024
-_START_KEYS = frozenset({"task", "seed", "_meta"})  # params the start and verify models take as they are
-_VERIFY_KEYS = frozenset({"episode", "answer", "close", "_meta"})
+
+
+def _param_keys(model: Any) -> frozenset[str]:
+    """The params a control method's model takes, as the wire names them (anything else goes to the model)."""
+    return frozenset(field.alias or name for name, field in model.model_fields.items())
+
+
+_START_KEYS, _VERIFY_KEYS = _param_keys(p.StartParams), _param_keys(p.VerifyParams)
 
 _INTERACTIVE_TOOLS = [
     types.Tool(
@@ -66,6 +72,9 @@ _INTERACTIVE_TOOLS = [
         annotations=types.ToolAnnotations(read_only_hint=True),
     ),
 ]
+
+
+_INTERACTIVE_NAMES = frozenset(t.name for t in _INTERACTIVE_TOOLS)
 
 
 def _bad_params(message: str, data: Any = None) -> MCPError:
@@ -104,8 +113,8 @@ class WorldServer:
         if interactive:
             self._tools += _INTERACTIVE_TOOLS
         self._domain = set(runtime.tools)
-        self._timeouts: dict[str, float | None] = {}
-        self._handle_tools = [t if t.name in ("start_task", "check_task") else with_handle(t) for t in self._tools]
+        self._timeouts = {name: blocking_timeout(spec.fn) for name, spec in runtime.tools.items()}  # fixed once loaded
+        self._handle_tools = [t if t.name in _INTERACTIVE_NAMES else with_handle(t) for t in self._tools]
         schemas = {t.name: t.input_schema for t in self._tools}
         self.server.get_tool_input_schema = schemas.get  # the transport checks Mcp-Param-* headers without a listing
         self.server.call_tool_wire = self._call_tool_wire  # and answers a trainer's calls without the SDK's models
@@ -137,7 +146,7 @@ class WorldServer:
         these, a fresh episode whose handle the result carries (text and `_meta`), so no two clients ever share.
         """
         arguments = params.arguments or {}
-        interactive = self.interactive and params.name in ("start_task", "check_task")
+        interactive = self.interactive and params.name in _INTERACTIVE_NAMES
         handle = None
         if interactive:
             handle = arguments.get(HANDLE_ARGUMENT)  # part of these tools' own schemas
@@ -177,7 +186,7 @@ class WorldServer:
         """
         episode_id = meta.get(p.EPISODE_META_KEY) if meta else None
         if type(episode_id) is not str or name not in self._domain or (
-                self.interactive and name in ("start_task", "check_task")):
+                self.interactive and name in _INTERACTIVE_NAMES):
             return None
         arguments = arguments or {}
         if (HANDLE_ARGUMENT in arguments and not self._declares_handle(name)) or argument_size_error(
@@ -213,7 +222,7 @@ class WorldServer:
         if refused is not None:
             return refused
         try:
-            if self.interactive and params.name in ("start_task", "check_task"):
+            if self.interactive and params.name in _INTERACTIVE_NAMES:
                 return self._interactive(ctx, params.name, arguments)
             episode = self._episode(ctx)
         except EpisodeError as exc:
@@ -227,11 +236,7 @@ class WorldServer:
         """One tool call on `episode`, for every face of the world (MCP, NeMo Gym): a plain in-process tool right
         here; a proxied one (its code runs in a worker) off the event loop with its timeout, so other worlds keep
         serving; a timeout is the call's error, its changes discarded."""
-        timeout = self._timeouts.get(name, ...)
-        if timeout is ...:  # once per tool: its marking does not change while the world is loaded
-            timeout = blocking_timeout(getattr(self.runtime.tools.get(name), "fn", None))
-            if name in self.runtime.tools:
-                self._timeouts[name] = timeout
+        timeout = self._timeouts.get(name)
         if timeout is None:
             return self.runtime.call(episode, name, arguments)
         try:
