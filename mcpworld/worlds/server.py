@@ -113,7 +113,6 @@ class WorldServer:
         if interactive:
             self._tools += _INTERACTIVE_TOOLS
         self._domain = set(runtime.tools)
-        self._timeouts = {name: blocking_timeout(spec.fn) for name, spec in runtime.tools.items()}  # fixed once loaded
         self._handle_tools = [t if t.name in _INTERACTIVE_NAMES else with_handle(t) for t in self._tools]
         schemas = {t.name: t.input_schema for t in self._tools}
         self.server.get_tool_input_schema = schemas.get  # the transport checks Mcp-Param-* headers without a listing
@@ -236,7 +235,7 @@ class WorldServer:
         """One tool call on `episode`, for every face of the world (MCP, NeMo Gym): a plain in-process tool right
         here; a proxied one (its code runs in a worker) off the event loop with its timeout, so other worlds keep
         serving; a timeout is the call's error, its changes discarded."""
-        timeout = self._timeouts.get(name)
+        timeout = blocking_timeout(getattr(self.runtime.tools.get(name), "fn", None))  # per call: marks may change
         if timeout is None:
             return self.runtime.call(episode, name, arguments)
         try:
