@@ -2,7 +2,8 @@
 
 One episode is `io.mcpworld/episode/start` -> 10 x `tools/call get_flight` -> `io.mcpworld/episode/verify` with
 close (12 requests); `--kind echo` sends 12 `tools/call echo` instead, `--kind ping` 12 `ping`s, `--kind fill` starts an
-episode, writes once and leaves it open. Clients speak
+episode, writes once and leaves it open, `--kind cancel` plays the OpenRLHF bridge row's rollout (start ->
+get_reservation -> cancel_reservation -> verify with the answer and close, 4 requests; it must pass). Clients speak
 2025-11-25 (initialize once, then `Mcp-Session-Id`) or 2026-07-28 (no handshake, the envelope in every request's
 `_meta`). Prints one JSON object: requests, seconds, requests/s, p50/p99 in ms, errors.
 """
@@ -26,6 +27,8 @@ ENVELOPE = {"io.modelcontextprotocol/protocolVersion": MODERN,
             "io.modelcontextprotocol/clientInfo": {"name": "loadgen", "version": "1"},
             "io.modelcontextprotocol/clientCapabilities": {}}
 EPISODE_META = "io.mcpworld/episode"
+CANCEL_CALLS = [("get_reservation", {"reservation_id": "ZFA04Y"}),
+                ("cancel_reservation", {"reservation_id": "ZFA04Y", "reason": "change_of_plan"})]
 
 
 class Client:
@@ -94,6 +97,16 @@ async def episode(client: Client, kind: str, latencies: list[float]) -> None:
         for _ in range(12):
             await timed("ping")
         return
+    if kind == "cancel":  # the same rollout as the bridge row's (benchmarks/agent.py, BRIDGE_CALLS)
+        started = await timed("io.mcpworld/episode/start", {"task": "cancel-within-24h", "seed": 0})
+        meta = {EPISODE_META: started["episode"]}
+        for name, arguments in CANCEL_CALLS:
+            result = await timed("tools/call", {"name": name, "arguments": arguments, "_meta": meta})
+            assert not result["isError"], result
+        verified = await timed("io.mcpworld/episode/verify", {"episode": started["episode"], "answer": "Cancelled.",
+                                                              "close": True})
+        assert verified["verdict"]["passed"] and verified["closed"], verified
+        return
     started = await timed("io.mcpworld/episode/start", {"task": "cancel-within-24h", "seed": 0})
     meta = {EPISODE_META: started["episode"]}
     for _ in range(10):
@@ -142,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--episodes", type=int, default=200)
     parser.add_argument("--protocol", default="2025-11-25")
-    parser.add_argument("--kind", choices=["world", "echo", "ping", "fill"], default="world")
+    parser.add_argument("--kind", choices=["world", "echo", "ping", "fill", "cancel"], default="world")
     parser.add_argument("--token", default=None)
     parser.add_argument("--sticky", action="store_true", help="one connection per client instead of a shared pool")
     args = parser.parse_args(argv)
