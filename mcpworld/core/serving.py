@@ -70,6 +70,49 @@ def listening_socket(host: str, port: int, reuse_port: bool = False) -> socket.s
 HEAD_DEADLINE_S = float(os.environ.get("MCPWORLD_HTTP_HEAD_TIMEOUT_S") or 30.0)
 
 
+class _OneWrite:
+    """A response's transport, as its request cycle sees it: the head is held until the body's first write (or
+    the end of this turn of the event loop, for a response whose body comes later), so a small response leaves
+    in one send() and one TCP segment instead of two. uvicorn writes them apart: a client waiting on one answer
+    (concurrency 1) was woken for the head, then again for the body (docs/benchmarks.md, "One write")."""
+
+    __slots__ = ("_transport", "_cycle", "_loop", "_held", "_head_seen")
+
+    def __init__(self, transport: Any, cycle: Any, loop: Any):
+        self._transport, self._cycle, self._loop = transport, cycle, loop
+        self._held: bytes | None = None
+        self._head_seen = False
+
+    def write(self, data: bytes) -> None:
+        held = self._held
+        if held is not None:
+            self._held = None
+            self._transport.write(held + data)
+        elif not self._head_seen and self._cycle.response_started:  # the head (a 100 Continue comes before it)
+            self._head_seen = True
+            self._held = data
+            self._loop.call_soon(self._flush)
+        else:
+            self._transport.write(data)
+
+    def _flush(self) -> None:
+        held = self._held
+        if held is not None:
+            self._held = None
+            if not self._transport.is_closing():
+                self._transport.write(held)
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def close(self) -> None:
+        self._flush()
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
 def guarded_protocol() -> type:
     """uvicorn's HTTP protocol, plus the deadline it lacks: a connection that sends no request, or starts a request
     head and does not finish it (slowloris), within HEAD_DEADLINE_S is closed. So thousands of idle connections
@@ -92,6 +135,12 @@ def guarded_protocol() -> type:
                     self._head_timer = None
             elif (before is None or before.response_complete) and self._head_timer is None:
                 self._head_timer = self.loop.call_later(HEAD_DEADLINE_S, self._head_overdue, before)
+
+        def on_headers_complete(self) -> None:
+            super().on_headers_complete()
+            cycle = getattr(self, "cycle", None)
+            if cycle is not None and type(cycle.transport) is not _OneWrite:
+                cycle.transport = _OneWrite(cycle.transport, cycle, self.loop)
 
         def on_header(self, name: bytes, value: bytes) -> None:  # httptools keeps OWS; RFC 9110 §5.5 drops it
             super().on_header(name, value.strip(b" \t"))
