@@ -1,12 +1,13 @@
 """The serving stack without the network: the world server's ASGI app and the bare JSON-RPC handler (the ceiling,
-`benchmarks.serving.bare_app`) in one process, driven as uvicorn drives them, interleaved in batches.
+`benchmarks.serving.bare_app`) in one process, driven as uvicorn drives them, interleaved in small pairs.
 
 Why: over HTTP a server's CPU per call moves by 10-30% between runs on this machine (the load generator beside
-it, the VM's neighbours), more than the gap being measured; here nothing else runs between the two, each batch
-alternates them, and the least CPU per batch is kept. A batch is whole episodes as the load generator plays
-them (start, 10 x `get_flight`, verify with close), so start and verify weigh what they weigh in training.
+it, the VM's neighbours), more than the gap being measured; here nothing else runs between the two, and each
+pair plays a few episodes on one side and then the other, so both meet the machine in the same state; the
+median over hundreds of pairs is kept. An episode is played as the load generator plays it (start, 10 x
+`get_flight`, verify with close), so start and verify weigh what they weigh in training.
 
-`python -m benchmarks.in_process [--protocol 2025-11-25|2026-07-28] [--batches N]`: a table per protocol with
+`python -m benchmarks.in_process [--protocol 2025-11-25|2026-07-28] [--pairs N]`: a table per protocol with
 CPU per request of each kind, per request of an episode, and the ratio (target >= 0.8x, as over HTTP).
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -104,8 +106,14 @@ async def player(app: Any, protocol: str) -> Episode:
     return episode
 
 
-async def measure(protocol: str, batches: int, per_batch: int) -> dict[str, list[float]]:
-    """Least CPU (µs) per batch of: start, one call, verify, and a request of the episode, for world and bare."""
+async def measure(protocol: str, pairs: int, per_side: int) -> dict[str, list[float]]:
+    """Median CPU (µs) of start, one call, verify and a request of the episode, for world and bare, over `pairs`
+    back-to-back pairs of `per_side` episodes each (the order flipped every pair).
+
+    Why pairs this small: this machine's speed swings by up to 2x from one few-millisecond stretch to the next
+    (its neighbours; no steal time shows), and whole batches of 40 episodes a side landed in different
+    stretches: the ratio moved 0.62-1.14x between runs of the same code. A pair takes ~10 ms, so both sides
+    see the same machine, and the median of hundreds of pairs moves by ~0.01 between runs."""
     from benchmarks.serving import bare_app
     from mcpworld.core.serving import DirectEndpoints
     from mcpworld.worlds.episodes import EpisodeLimits
@@ -118,17 +126,16 @@ async def measure(protocol: str, batches: int, per_batch: int) -> dict[str, list
     for episode in play.values():  # warm: templates, caches, the first connection
         for _ in range(20):
             await episode([0.0, 0.0, 0.0])
-    least = {name: [float("inf")] * 4 for name in play}
-    for _ in range(batches):
-        for name, episode in play.items():
+    samples: dict[str, list[list[float]]] = {name: [] for name in play}
+    for i in range(pairs):
+        for name in (("world", "bare") if i % 2 else ("bare", "world")):
             acc = [0.0, 0.0, 0.0]
-            for _ in range(per_batch):
-                await episode(acc)
-            figures = [acc[0] / per_batch * 1e6, acc[1] / per_batch / 10 * 1e6, acc[2] / per_batch * 1e6,
-                       sum(acc) / per_batch / 12 * 1e6]
-            least[name] = [min(a, b) for a, b in zip(least[name], figures)]
+            for _ in range(per_side):
+                await play[name](acc)
+            samples[name].append([acc[0] / per_side * 1e6, acc[1] / per_side / 10 * 1e6, acc[2] / per_side * 1e6,
+                                  sum(acc) / per_side / 12 * 1e6])
     del keep
-    return least
+    return {name: [statistics.median(column) for column in zip(*rows)] for name, rows in samples.items()}
 
 
 def rows(protocol: str, least: dict[str, list[float]]) -> list[Row]:
@@ -143,11 +150,11 @@ def rows(protocol: str, least: dict[str, list[float]]) -> list[Row]:
 
 def bench_in_process(quick: bool) -> list[Row]:
     """Both protocol versions (part of `python -m benchmarks.run --only serving`)."""
-    batches, episodes = (5, 20) if quick else (15, 40)
+    pairs = 100 if quick else 300
     print("  serving: in process, world and bare handler interleaved ...", file=sys.stderr)
     table: list[Row] = []
     for protocol in ("2025-11-25", "2026-07-28"):
-        table += rows(protocol, asyncio.run(measure(protocol, batches, episodes)))
+        table += rows(protocol, asyncio.run(measure(protocol, pairs, 2)))
     return table
 
 
@@ -155,12 +162,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--protocol", choices=["2025-11-25", "2026-07-28"], action="append",
                         help="the protocol version(s) to measure (default: both)")
-    parser.add_argument("--batches", type=int, default=15, help="interleaved batches per side (default 15)")
-    parser.add_argument("--episodes", type=int, default=40, help="episodes per batch (default 40)")
+    parser.add_argument("--pairs", type=int, default=300, help="back-to-back pairs of world and bare (default 300)")
+    parser.add_argument("--episodes", type=int, default=2, help="episodes per side of a pair (default 2)")
     args = parser.parse_args(argv)
     table: list[Row] = []
     for protocol in args.protocol or ["2025-11-25", "2026-07-28"]:
-        table += rows(protocol, asyncio.run(measure(protocol, args.batches, args.episodes)))
+        table += rows(protocol, asyncio.run(measure(protocol, args.pairs, args.episodes)))
     print_table(table)
     return 0 if all(r.ok for r in table) else 1
 

@@ -39,9 +39,18 @@ MODERN = "2026-07-28"
 def bare_app(runtime: Any) -> Any:
     """A bare JSON-RPC handler over the world runtime: no MCP kernel, no validation, the least work an answer
     takes (the ceiling a real transport is measured against). Its answer is the world server's: a tool's value
-    as text and as structured content, so the two differ in how they serve, not in what they send."""
+    as text and as structured content, and at 2026-07-28 the `resultType` and server-identity stamp every
+    result of that revision carries, so the two differ in how they serve, not in what they send
+    (tests/test_bench_baseline.py holds them to it)."""
+    from mcp_types import SERVER_INFO_META_KEY
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    from mcpworld.worlds.server import WorldServer
+
     episodes: dict[str, Any] = {}
     policy = runtime.world.policy
+    stamp = {SERVER_INFO_META_KEY: WorldServer(runtime).server.server_info_stamp}  # the identity it would send
+    modern = {v.encode() for v in MODERN_PROTOCOL_VERSIONS}
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -91,6 +100,8 @@ def bare_app(runtime: Any) -> Any:
                       "verdict": verdict.model_dump(mode="json"), "closed": True}
         else:
             result = {}
+        if dict(scope["headers"]).get(b"mcp-protocol-version") in modern:
+            result = {**result, "resultType": "complete", "_meta": stamp}
         body = json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}, default=str).encode()
         await _answer(send, 200, body, [(b"mcp-session-id", b"bare")] if method == "initialize" else [])
 
