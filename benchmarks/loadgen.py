@@ -6,6 +6,9 @@ episode, writes once and leaves it open, `--kind cancel` plays the OpenRLHF brid
 get_reservation -> cancel_reservation -> verify with the answer and close, 4 requests; it must pass). Clients speak
 2025-11-25 (initialize once, then `Mcp-Session-Id`) or 2026-07-28 (no handshake, the envelope in every request's
 `_meta`). Prints one JSON object: requests, seconds, requests/s, p50/p99 in ms, errors.
+
+`--pairs N --against URL2 --pids PIDS --pids PIDS2`: bursts of `--episodes` against each server in turn, N
+times, each burst's rate and server CPU per request (`{"targets": [...]}`): how two servers are compared here.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 
 import aiohttp
 
-from benchmarks.common import load_summary
+from benchmarks.common import cpu_s, load_summary
 
 MODERN = "2026-07-28"
 ENVELOPE = {"io.modelcontextprotocol/protocolVersion": MODERN,
@@ -117,47 +120,90 @@ async def episode(client: Client, kind: str, latencies: list[float]) -> None:
     assert verified["closed"], verified
 
 
-async def run(url: str, concurrency: int, episodes: int, protocol: str, kind: str, token: str | None,
-              sticky: bool = False) -> dict:
+async def _clients(stack: contextlib.AsyncExitStack, url: str, concurrency: int, protocol: str, kind: str,
+                   token: str | None, sticky: bool) -> list[Client]:
+    """`concurrency` opened clients of `url` (handshakes done, one warm-up episode played: neither is timed)."""
     headers = {"authorization": f"Bearer {token}"} if token else {}
-    latencies: list[float] = []
-    errors: list[str] = []
-    left = [episodes]
     timeout = aiohttp.ClientTimeout(total=300)
     # `sticky`: each client keeps its own connection (as a trainer's rollout worker does); else one shared pool
     pools = [aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1 if sticky else 0), timeout=timeout)
              for _ in range(concurrency if sticky else 1)]
+    for pool in pools:
+        await stack.enter_async_context(pool)
+    clients = [Client(pools[i % len(pools)], url, protocol, headers) for i in range(concurrency)]
+    await asyncio.gather(*(c.open() for c in clients))
+    if kind != "fill":
+        await episode(clients[0], kind, [])  # warm-up, not counted
+    return clients
+
+
+async def _burst(clients: list[Client], kind: str, episodes: int, latencies: list[float], errors: list[str]) -> float:
+    """`episodes` episodes over every client at once; the seconds they took."""
+    left = [episodes]
+
+    async def worker(client: Client) -> None:
+        while left[0] > 0:
+            left[0] -= 1
+            try:
+                await episode(client, kind, latencies)
+            except Exception as exc:  # counted and reported: a benchmark must say what failed
+                errors.append(f"{type(exc).__name__}: {exc}"[:200])
+
+    t = time.perf_counter()
+    await asyncio.gather(*(worker(c) for c in clients))
+    return time.perf_counter() - t
+
+
+async def run(url: str, concurrency: int, episodes: int, protocol: str, kind: str, token: str | None,
+              sticky: bool = False) -> dict:
+    latencies: list[float] = []
+    errors: list[str] = []
     async with contextlib.AsyncExitStack() as stack:
-        for pool in pools:
-            await stack.enter_async_context(pool)
-        clients = [Client(pools[i % len(pools)], url, protocol, headers) for i in range(concurrency)]
-        await asyncio.gather(*(c.open() for c in clients))
-        if kind != "fill":
-            await episode(clients[0], kind, [])  # warm-up, not counted
-
-        async def worker(client: Client) -> None:
-            while left[0] > 0:
-                left[0] -= 1
-                try:
-                    await episode(client, kind, latencies)
-                except Exception as exc:  # counted and reported: a benchmark must say what failed
-                    errors.append(f"{type(exc).__name__}: {exc}"[:200])
-
-        t = time.perf_counter()
-        await asyncio.gather(*(worker(c) for c in clients))
-        seconds = time.perf_counter() - t
+        clients = await _clients(stack, url, concurrency, protocol, kind, token, sticky)
+        seconds = await _burst(clients, kind, episodes, latencies, errors)
     return load_summary(latencies, seconds, errors)
 
 
+async def paired(targets: list[tuple[str, list[int]]], concurrency: int, episodes: int, pairs: int, protocol: str,
+                 kind: str, token: str | None) -> dict:
+    """Bursts of `episodes` episodes against each target in turn, `pairs` times (the order flipped every pair),
+    each burst's rate and its server's CPU per request (`pids`: the server's processes, on this machine).
+
+    Why: this machine's speed swings by up to 2x from one second to the next, so two servers loaded one after
+    the other for a few seconds each met different machines; bursts a fraction of a second apart meet the
+    same one, and the median of the pairs' ratios holds still (benchmarks.serving, "capacity")."""
+    out: list[dict[str, Any]] = []
+    async with contextlib.AsyncExitStack() as stack:
+        clients = [await _clients(stack, url, concurrency, protocol, kind, token, False) for url, _ in targets]
+        runs: list[dict[str, Any]] = [{"latencies": [], "errors": [], "seconds": 0.0, "bursts": []} for _ in targets]
+        for i in range(pairs):
+            for t in (range(len(targets)) if i % 2 == 0 else reversed(range(len(targets)))):
+                run_, before, done = runs[t], cpu_s(targets[t][1]), len(runs[t]["latencies"])
+                seconds = await _burst(clients[t], kind, episodes, run_["latencies"], run_["errors"])
+                requests = len(run_["latencies"]) - done
+                run_["seconds"] += seconds
+                run_["bursts"].append({"rate": requests / seconds,
+                                       "cpu_us": (cpu_s(targets[t][1]) - before) / max(1, requests) * 1e6})
+    for (url, _), run_ in zip(targets, runs):
+        out.append({"url": url, "bursts": run_["bursts"],
+                    **load_summary(run_["latencies"], run_["seconds"], run_["errors"])})
+    return {"targets": out}
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("url")
     parser.add_argument("--concurrency", type=int, default=64)
-    parser.add_argument("--episodes", type=int, default=200)
+    parser.add_argument("--episodes", type=int, default=200, help="episodes in all (with --pairs: per burst)")
     parser.add_argument("--protocol", default="2025-11-25")
     parser.add_argument("--kind", choices=["world", "echo", "ping", "fill", "cancel"], default="world")
     parser.add_argument("--token", default=None)
     parser.add_argument("--sticky", action="store_true", help="one connection per client instead of a shared pool")
+    parser.add_argument("--against", action="append", default=[], metavar="URL",
+                        help="with --pairs: another server, loaded in turn with the first")
+    parser.add_argument("--pids", action="append", default=[], metavar="PID[,PID...]",
+                        help="with --pairs: each server's processes, in the order of the URLs (for CPU per request)")
+    parser.add_argument("--pairs", type=int, default=0, help="alternate bursts between the servers this many times")
     args = parser.parse_args(argv)
     try:
         import uvloop  # type: ignore[import-not-found]
@@ -165,8 +211,16 @@ def main(argv: list[str] | None = None) -> int:
         uvloop.install()
     except ImportError:
         pass
-    out = asyncio.run(run(args.url, args.concurrency, args.episodes, args.protocol, args.kind, args.token,
-                         args.sticky))
+    if args.pairs:
+        urls = [args.url, *args.against]
+        if len(args.pids) != len(urls):
+            parser.error(f"--pairs needs --pids for each of the {len(urls)} servers, in order")
+        targets = [(url, [int(p) for p in pids.split(",")]) for url, pids in zip(urls, args.pids)]
+        out = asyncio.run(paired(targets, args.concurrency, args.episodes, args.pairs, args.protocol, args.kind,
+                                 args.token))
+    else:
+        out = asyncio.run(run(args.url, args.concurrency, args.episodes, args.protocol, args.kind, args.token,
+                             args.sticky))
     print(json.dumps(out))
     return 0
 

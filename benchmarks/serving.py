@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import re
+import statistics
 import subprocess
 import sys
 import threading
@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from benchmarks.common import Row
+from benchmarks.common import Row, cpu_s
 from mcpworld.core.testing import free_port, mcpworld_cmd, stop, wait_http
 
 PATH = "/worlds/airline/mcp"
@@ -209,16 +209,6 @@ def load(url: str, concurrency: int, episodes: int, protocol: str = LEGACY, kind
 FAILED = {"rate": float("nan"), "p50_ms": float("nan"), "p99_ms": float("nan"), "cpu_us": float("nan"), "failed": True}
 
 
-def cpu_s(pids: list[int]) -> float:
-    """CPU seconds (user + system) the processes have used so far."""
-    total = 0.0
-    for pid in pids:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
-
-
 def try_load(s: dict[str, Any], concurrency: int, episodes: int, protocol: str = LEGACY,
              kind: str = "world", sticky: bool = False) -> dict[str, Any]:
     """`load` against server `s`, with the server's CPU per request (what its capacity is, whatever else runs on
@@ -232,6 +222,31 @@ def try_load(s: dict[str, Any], concurrency: int, episodes: int, protocol: str =
     except RuntimeError as exc:
         print(f"  serving: {kind} at c={concurrency} failed: {str(exc)[-300:]}", file=sys.stderr)
         return FAILED
+
+
+def paired_load(a: dict[str, Any], b: dict[str, Any], concurrency: int, episodes: int, pairs: int,
+                protocol: str = LEGACY, kind: str = "world") -> tuple[dict[str, Any], dict[str, Any]]:
+    """Servers `a` and `b` loaded in turn by one load generator, `pairs` bursts of `episodes` each (the order
+    flipped every pair): each one's median burst rate and CPU per call, and p50/p99 over all its bursts. Or,
+    for a server that falls over, NaN figures and the reason printed: the run goes on."""
+    cmd = [sys.executable, "-m", "benchmarks.loadgen", a["url"], "--against", b["url"], "--concurrency",
+           str(concurrency), "--episodes", str(episodes), "--pairs", str(pairs), "--protocol", protocol, "--kind", kind,
+           "--pids", ",".join(map(str, a["pids"])), "--pids", ",".join(map(str, b["pids"]))]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    try:
+        if done.returncode != 0:
+            raise RuntimeError(f"load generator failed: {done.stderr[-2000:]}")
+        targets = json.loads(done.stdout.strip().splitlines()[-1])["targets"]
+        for t in targets:
+            if t["errors"]:
+                raise RuntimeError(f"{t['errors']} failed episodes at c={concurrency} against {t['url']}: "
+                                   f"{t['first_errors']}")
+    except RuntimeError as exc:
+        print(f"  serving: {kind} at c={concurrency} failed: {str(exc)[-300:]}", file=sys.stderr)
+        return FAILED, FAILED
+    out = [{**t, "rate": statistics.median(x["rate"] for x in t["bursts"]),
+            "cpu_us": statistics.median(x["cpu_us"] for x in t["bursts"])} for t in targets]
+    return out[0], out[1]
 
 
 def rss_mib(pid: int) -> float:
@@ -249,7 +264,8 @@ def bench_serving(quick: bool) -> list[Row]:
         return max(c, 30 if quick else 150) if c > 1 else (15 if quick else 60)
 
     rounds = 1 if quick else 3
-    kinds = {"world": "world", "bare": "world", "sdk-world": "world", "echo": "echo"}  # server -> episode kind
+    pairs = 3 if quick else 7
+    kinds = {"sdk-world": "world", "echo": "echo"}  # the other servers, reported beside ours -> episode kind
 
     def best(runs: list[dict[str, Any]]) -> dict[str, Any]:
         """The least disturbed of interleaved runs (the machine is shared: other load only ever slows a run, and
@@ -259,24 +275,16 @@ def bench_serving(quick: bool) -> list[Row]:
             return FAILED
         return {**max(good, key=lambda r: r["rate"]), "cpu_us": min(r["cpu_us"] for r in good)}
 
-    figures: dict[str, dict[int, dict[str, Any]]] = {k: {} for k in kinds}
-    print("  serving: world, bare handler, SDK transport, SDK echo (interleaved) ...", file=sys.stderr)
+    figures: dict[str, dict[int, dict[str, Any]]] = {k: {} for k in ("world", "bare", *kinds)}
+    print("  serving: world and bare handler in paired bursts; SDK transport, SDK echo ...", file=sys.stderr)
     with contextlib.ExitStack() as stack:  # every server up at once, measured in turn, so drift hits all alike
-        up = {k: stack.enter_context(server(k)) for k in kinds}
+        up = {k: stack.enter_context(server(k)) for k in ("world", "bare", *kinds)}
         for c in levels:
-            runs: dict[str, list[dict[str, Any]]] = {k: [] for k in kinds}
-            for r in range(rounds):
-                order = list(kinds) if r % 2 == 0 else list(kinds)[::-1]
-                for k in order:
-                    runs[k].append(try_load(up[k], c, episodes(c), LEGACY, kinds[k]))
+            figures["world"][c], figures["bare"][c] = paired_load(up["world"], up["bare"], c, episodes(c), pairs)
             for k in kinds:
-                figures[k][c] = best(runs[k])
+                figures[k][c] = best([try_load(up[k], c, episodes(c), LEGACY, kinds[k]) for _ in range(rounds)])
         print("  serving: 2026-07-28 ...", file=sys.stderr)
-        modern_runs: dict[str, list[dict[str, Any]]] = {"world": [], "bare": []}
-        for _ in range(rounds):
-            for k in modern_runs:
-                modern_runs[k].append(try_load(up[k], 64, episodes(64), MODERN))
-        modern, modern_bare = best(modern_runs["world"]), best(modern_runs["bare"])
+        modern, modern_bare = paired_load(up["world"], up["bare"], 64, episodes(64), pairs, MODERN)
     print("  serving: 1 vs 2 workers, memory ...", file=sys.stderr)
     scale_c = 64
     with server("world") as single, server("world", workers=2) as double:
@@ -345,22 +353,17 @@ def openenv_rows(quick: bool) -> list[Row]:
     return peer_rows(quick)
 
 
-def bench_capacity(rounds: int = 5) -> list[Row]:
-    """The world server against the bare handler only, both up at once, interleaved, best of `rounds`, on both
+def bench_capacity(pairs: int = 15) -> list[Row]:
+    """The world server against the bare handler only, both up at once, in `pairs` paired bursts, on both
     protocol versions: the bare-handler target alone, in a few minutes (`python -m benchmarks.serving capacity`)."""
     rows: list[Row] = []
     with server("world") as world, server("bare") as bare:
         for protocol in (LEGACY, MODERN):
-            for s in (world, bare):  # warm both: caches, templates, the first connections
-                try_load(s, 64, 100, protocol)
-            for c, episodes in ((1, 150), (64, 1000), (256, 1024)):  # about 2 s of work per run, or more
-                cpu: dict[str, float] = {}
-                for _ in range(rounds):
-                    for name, s in (("world", world), ("bare", bare)):
-                        cpu[name] = min(cpu.get(name, math.inf), try_load(s, c, episodes, protocol)["cpu_us"])
-                rows.append(Row(f"world HTTP {protocol} c={c}: server CPU per call", cpu["world"], "us",
-                                "bare JSON-RPC, same runtime", cpu["bare"], "capacity >= 0.8x",
-                                cpu["bare"] >= 0.8 * cpu["world"]))
+            for c, episodes in ((1, 60), (64, 150), (256, 256)):  # about half a second of work per burst
+                w, b = paired_load(world, bare, c, episodes, pairs, protocol)
+                rows.append(Row(f"world HTTP {protocol} c={c}: server CPU per call", w["cpu_us"], "us",
+                                "bare JSON-RPC, same runtime", b["cpu_us"], "capacity >= 0.8x",
+                                b["cpu_us"] >= 0.8 * w["cpu_us"]))
     return rows
 
 
