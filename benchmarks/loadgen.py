@@ -25,6 +25,7 @@ import aiohttp
 
 from benchmarks.common import cpu_s, load_summary
 
+LEGACY = "2025-11-25"
 MODERN = "2026-07-28"
 ENVELOPE = {"io.modelcontextprotocol/protocolVersion": MODERN,
             "io.modelcontextprotocol/clientInfo": {"name": "loadgen", "version": "1"},
@@ -195,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("url")
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--episodes", type=int, default=200, help="episodes in all (with --pairs: per burst)")
-    parser.add_argument("--protocol", default="2025-11-25")
+    parser.add_argument("--protocol", default=LEGACY)
     parser.add_argument("--kind", choices=["world", "echo", "ping", "fill", "cancel"], default="world")
     parser.add_argument("--token", default=None)
     parser.add_argument("--sticky", action="store_true", help="one connection per client instead of a shared pool")

@@ -57,14 +57,16 @@ def runtime_requirements() -> list[str]:
 def setup_openenv(venv: Path = OPENENV_VENV) -> dict[str, float]:
     """Build or complete the peer venv (idempotent: what is there stays): the pinned openenv-core, uvloop and
     httptools (uvicorn's C event loop and parser, which the mcpworld server runs on too, so neither side is slowed
-    by pure-Python ones), then mcpworld (editable, `--no-deps`) and the ORM its runtime needs. Reports the
-    seconds of each part and the venv's size; raises if the runtime still does not load."""
+    by pure-Python ones), aiohttp (the load generator's client for our side), then mcpworld (editable,
+    `--no-deps`) and the ORM its runtime needs. Reports the seconds of each part and the venv's size; raises if
+    the runtime still does not load."""
     t = time.perf_counter()
     python = venv / "bin" / "python"
     if not python.is_file():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    subprocess.run([*pip, OPENENV_PIN, "uvloop", "httptools"], check=True)  # a no-op once satisfied
+    # aiohttp: benchmarks.loadgen's client, so one generator there loads both servers in turn (openenv_load --pairs)
+    subprocess.run([*pip, OPENENV_PIN, "uvloop", "httptools", "aiohttp"], check=True)  # a no-op once satisfied
     t_runtime = time.perf_counter()
     if not has_runtime(python):
         subprocess.run([*pip, "--no-deps", "-e", str(ROOT)], check=True)

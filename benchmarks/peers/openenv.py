@@ -75,39 +75,48 @@ def peer_server(python: Path, env: str, data: Path) -> Iterator[dict[str, Any]]:
         stop(proc)
 
 
-def peer_load(python: Path, s: dict[str, Any], concurrency: int, episodes: int) -> dict[str, Any]:
-    """One run of the peer's load generator against server `s`, with the server's CPU per message."""
-    from benchmarks.serving import FAILED, cpu_s
-
-    before = cpu_s(s["pids"])
-    done = subprocess.run([str(python), "-m", "benchmarks.peers.openenv_load", s["url"], "--concurrency",
-                           str(concurrency), "--episodes", str(episodes)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=900)
-    if done.returncode != 0:
-        print(f"  serving: OpenEnv at c={concurrency} failed: {done.stderr[-500:]}", file=sys.stderr)
-        return {**FAILED, "errors": episodes}
-    out = json.loads(done.stdout.strip().splitlines()[-1])
-    out["cpu_us"] = (cpu_s(s["pids"]) - before) / max(1, out["requests"]) * 1e6
-    if out["errors"]:
-        print(f"  serving: OpenEnv at c={concurrency}: {out['errors']} failed episodes: {out['first_errors']}",
-              file=sys.stderr)
-    return out
-
-
 def skipped(reason: str, what: str = "OpenEnv peer") -> list[Row]:
     print(f"  serving: {what} skipped: {reason}", file=sys.stderr)
     return [Row(f"{what} skipped: {reason}", 1.0, "calls/s", "skipped", 1.0, "optional", True)]
 
 
+def paired_peers(python: Path, targets: list[tuple[str, dict[str, Any]]], concurrency: int, episodes: int,
+                 pairs: int) -> list[dict[str, Any]]:
+    """One load generator (under the peer venv: `openenv_load --pairs`) loading every target in turn, `pairs`
+    bursts of `episodes` each: per target its median burst rate and CPU per message, p50/p99 over all bursts.
+    A generator that fails gives every target NaN figures (the reason printed): the run goes on."""
+    import statistics
+
+    from benchmarks.serving import FAILED
+
+    cmd = [str(python), "-m", "benchmarks.peers.openenv_load", "--concurrency", str(concurrency), "--episodes",
+           str(episodes), "--pairs", str(pairs)]
+    for kind, s in targets:
+        cmd += ["--target", kind, s["url"], ",".join(map(str, s["pids"]))]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    if done.returncode != 0:
+        print(f"  serving: the paired OpenEnv run at c={concurrency} failed: {done.stderr[-500:]}", file=sys.stderr)
+        return [{**FAILED, "errors": episodes * pairs} for _ in targets]
+    out = []
+    for t in json.loads(done.stdout.strip().splitlines()[-1])["targets"]:
+        if t["errors"]:
+            print(f"  serving: {t['url']} at c={concurrency}: {t['errors']} failed episodes: {t['first_errors']}",
+                  file=sys.stderr)
+        out.append({**t, "rate": statistics.median(b["rate"] for b in t["bursts"]),
+                    "cpu_us": statistics.median(b["cpu_us"] for b in t["bursts"])})
+    return out
+
+
 def openenv_rows(quick: bool) -> list[Row]:
-    """Ours and both OpenEnv variants at c = 1, 64, 256 (and 1,024 without --quick), interleaved, best of each."""
+    """Ours and both OpenEnv variants at c = 1, 64, 256 (and 1,024 without --quick), in paired bursts from one
+    load generator (`paired_peers`), medians of each."""
     python = openenv_python()
     if python is None:
         return skipped(openenv_missing())
-    from benchmarks.serving import FAILED, server, try_load
+    from benchmarks.serving import server
 
     levels = [1, 64, 256] if quick else [1, 64, 256, 1024]
-    rounds = 1 if quick else 2
+    pairs = 3 if quick else 7
     notes: list[Row] = []
     variants = list(VARIANTS)
     if not has_runtime(python):  # a peer venv from before mcpworld went in: the raw variant still runs
@@ -115,14 +124,10 @@ def openenv_rows(quick: bool) -> list[Row]:
         notes = skipped(f"{python} cannot load mcpworld's runtime; run `{OPENENV_SETUP}` (idempotent: adds it)",
                         VARIANTS["runtime"])
 
-    def episodes(c: int) -> int:  # as bench_serving's
+    def episodes(c: int) -> int:  # per burst, as bench_serving's
         return max(c, 30 if quick else 150) if c > 1 else (15 if quick else 60)
 
-    def best(runs: list[dict[str, Any]]) -> dict[str, Any]:
-        good = [r for r in runs if not r.get("failed")]
-        return max(good, key=lambda r: r["rate"]) if good else {**FAILED, "errors": runs[0].get("errors")}
-
-    print(f"  serving: OpenEnv peer ({', '.join(variants)}) beside the world server (interleaved) ...",
+    print(f"  serving: OpenEnv peer ({', '.join(variants)}) beside the world server (paired bursts) ...",
           file=sys.stderr)
     ours: dict[int, dict[str, Any]] = {}
     theirs: dict[str, dict[int, dict[str, Any]]] = {v: {} for v in variants}
@@ -132,27 +137,18 @@ def openenv_rows(quick: bool) -> list[Row]:
         world = stack.enter_context(server("world"))
         bare = stack.enter_context(server("bare"))  # at c=1 only: what any HTTP request per message costs
         peers = {v: stack.enter_context(peer_server(python, v, data)) for v in variants}
-
-        def measure(side: str, c: int) -> dict[str, Any]:
-            if side in ("ours", "bare"):
-                return try_load(world if side == "ours" else bare, c, episodes(c))
-            return peer_load(python, peers[side], c, episodes(c))
-
-        for side in ["ours", "bare", *variants]:  # warm-up, untimed: a fresh server answers its first ~1,000 calls
-            measure(side, 64)                     # at up to half speed
+        sides = [("mcp", world), *[("openenv", peers[v]) for v in variants]]
+        # warm-up, untimed: a fresh server answers its first ~1,000 calls at up to half speed
+        paired_peers(python, [*sides, ("mcp", bare)], 64, 100, 1)
         floor: dict[str, Any] = {}
         for c in levels:
-            sides = ["ours", *variants, *(["bare"] if c == 1 else [])]
-            runs: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
-            for r in range(rounds):
-                for side in sides if r % 2 == 0 else sides[::-1]:  # interleaved, order reversed each round
-                    runs[side].append(measure(side, c))
-            ours[c] = best(runs["ours"])
-            for v in variants:
-                theirs[v][c] = best(runs[v])
+            measured = paired_peers(python, sides + ([("mcp", bare)] if c == 1 else []), c, episodes(c), pairs)
+            ours[c] = measured[0]
+            for v, figures in zip(variants, measured[1:]):
+                theirs[v][c] = figures
             if c == 1:
-                floor = best(runs["bare"])
-    attempted = {c: episodes(c) for c in levels}
+                floor = measured[-1]
+    attempted = {c: episodes(c) * pairs for c in levels}
     out = Path(__file__).resolve().parents[1] / "results" / "openenv.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({"python": str(python), "ours": ours, "openenv": theirs, "episodes": attempted,

@@ -4,7 +4,8 @@ Runs under the peer venv, in its own process: `.bench/openenv-venv/bin/python -m
 URL --concurrency C --episodes N`. Each of C clients holds one session (as it holds one MCP session in
 `benchmarks.loadgen`) and plays episodes of the same shape as the mcpworld one: `reset` -> 10 x `step get_flight`
 -> `step end` (done), 12 messages. Prints one JSON object: the whole run (as `benchmarks.loadgen` reports it)
-plus `reset`, `step` and `end` each with its own rate and p50/p99.
+plus `reset`, `step` and `end` each with its own rate and p50/p99. `--pairs N --target KIND URL PIDS ...`:
+bursts against several servers in turn, OpenEnv ones and mcpworld ones alike (`paired`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import asyncio
 import json
 import sys
 import time
+from typing import Any
 
 from openenv.core.generic_client import GenericEnvClient
 
@@ -40,14 +42,18 @@ async def episode(env: GenericEnvClient, times: dict[str, list[float]]) -> None:
         raise RuntimeError(f"end did not end the episode: {ended}")
 
 
-async def run(url: str, concurrency: int, episodes: int) -> dict:
-    times: dict[str, list[float]] = {"reset": [], "step": [], "end": []}
-    errors: list[str] = []
-    left = [episodes]
+async def _sessions(url: str, concurrency: int) -> list[GenericEnvClient]:
+    """`concurrency` connected clients (sessions opened before timing, as loadgen's are), one warm-up episode."""
     clients = [GenericEnvClient(base_url=url, connect_timeout_s=120, message_timeout_s=300)
                for _ in range(concurrency)]
-    await asyncio.gather(*(c.connect() for c in clients))  # sessions opened before timing, as loadgen's are
-    await episode(clients[0], {k: [] for k in times})  # warm-up, not counted
+    await asyncio.gather(*(c.connect() for c in clients))
+    await episode(clients[0], {"reset": [], "step": [], "end": []})  # warm-up, not counted
+    return clients
+
+
+async def _burst(clients: list[GenericEnvClient], episodes: int, times: dict[str, list[float]],
+                 errors: list[str]) -> float:
+    left = [episodes]
 
     async def worker(env: GenericEnvClient) -> None:
         while left[0] > 0:
@@ -59,8 +65,10 @@ async def run(url: str, concurrency: int, episodes: int) -> dict:
 
     t = time.perf_counter()
     await asyncio.gather(*(worker(c) for c in clients))
-    seconds = time.perf_counter() - t
-    await asyncio.gather(*(c.close() for c in clients))
+    return time.perf_counter() - t
+
+
+def _summary(times: dict[str, list[float]], seconds: float, errors: list[str]) -> dict:
     out = load_summary(times["reset"] + times["step"] + times["end"], seconds, errors)
     for kind, samples in times.items():
         part = load_summary(samples, seconds, [])
@@ -68,11 +76,70 @@ async def run(url: str, concurrency: int, episodes: int) -> dict:
     return out
 
 
+async def run(url: str, concurrency: int, episodes: int) -> dict:
+    times: dict[str, list[float]] = {"reset": [], "step": [], "end": []}
+    errors: list[str] = []
+    clients = await _sessions(url, concurrency)
+    seconds = await _burst(clients, episodes, times, errors)
+    await asyncio.gather(*(c.close() for c in clients))
+    return _summary(times, seconds, errors)
+
+
+async def paired(targets: list[tuple[str, str, list[int]]], concurrency: int, episodes: int, pairs: int) -> dict:
+    """Bursts of `episodes` against each target in turn (`openenv` or `mcp`: a world server driven by
+    `benchmarks.loadgen`'s episodes at 2025-11-25), `pairs` times, the order reversed every other time: each
+    burst's messages/s and its server's CPU per message. As `benchmarks.loadgen --pairs`, and why: this
+    machine's speed swings from one second to the next, and runs a few seconds apart met different machines."""
+    import contextlib
+
+    from benchmarks import loadgen
+    from benchmarks.common import cpu_s
+
+    async with contextlib.AsyncExitStack() as stack:
+        sides: list[dict[str, Any]] = []
+        for kind, url, pids in targets:
+            side: dict[str, Any] = {"kind": kind, "url": url, "pids": pids, "errors": [], "seconds": 0.0,
+                                    "bursts": [], "times": {"reset": [], "step": [], "end": []}, "latencies": []}
+            if kind == "openenv":
+                side["clients"] = await _sessions(url, concurrency)
+            else:
+                side["clients"] = await loadgen._clients(stack, url, concurrency, loadgen.LEGACY, "world", None,
+                                                         False)
+            sides.append(side)
+        for i in range(pairs):
+            for side in (sides if i % 2 == 0 else sides[::-1]):
+                before = cpu_s(side["pids"])
+                if side["kind"] == "openenv":
+                    done = sum(len(v) for v in side["times"].values())
+                    seconds = await _burst(side["clients"], episodes, side["times"], side["errors"])
+                    requests = sum(len(v) for v in side["times"].values()) - done
+                else:
+                    done = len(side["latencies"])
+                    seconds = await loadgen._burst(side["clients"], "world", episodes, side["latencies"],
+                                                   side["errors"])
+                    requests = len(side["latencies"]) - done
+                side["seconds"] += seconds
+                side["bursts"].append({"rate": requests / seconds,
+                                       "cpu_us": (cpu_s(side["pids"]) - before) / max(1, requests) * 1e6})
+        for side in sides:
+            if side["kind"] == "openenv":
+                await asyncio.gather(*(c.close() for c in side["clients"]))
+    out = []
+    for side in sides:
+        summary = _summary(side["times"], side["seconds"], side["errors"]) if side["kind"] == "openenv" else \
+            load_summary(side["latencies"], side["seconds"], side["errors"])
+        out.append({"kind": side["kind"], "url": side["url"], "bursts": side["bursts"], **summary})
+    return {"targets": out}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("url")
+    parser.add_argument("url", nargs="?", help="the OpenEnv server (one run, no --pairs)")
     parser.add_argument("--concurrency", type=int, default=64)
-    parser.add_argument("--episodes", type=int, default=200)
+    parser.add_argument("--episodes", type=int, default=200, help="episodes in all (with --pairs: per burst)")
+    parser.add_argument("--target", action="append", nargs=3, default=[], metavar=("KIND", "URL", "PIDS"),
+                        help="with --pairs: a server to load in turn (KIND openenv or mcp; PIDS comma-separated)")
+    parser.add_argument("--pairs", type=int, default=0, help="alternate bursts between the targets this many times")
     args = parser.parse_args(argv)
     try:
         import uvloop
@@ -80,7 +147,16 @@ def main(argv: list[str] | None = None) -> int:
         uvloop.install()
     except ImportError:
         pass
-    print(json.dumps(asyncio.run(run(args.url, args.concurrency, args.episodes))))
+    if args.pairs:
+        if not args.target or any(kind not in ("openenv", "mcp") for kind, _, _ in args.target):
+            parser.error("--pairs needs --target openenv|mcp URL PIDS, once per server")
+        targets = [(kind, url, [int(p) for p in pids.split(",")]) for kind, url, pids in args.target]
+        out = asyncio.run(paired(targets, args.concurrency, args.episodes, args.pairs))
+    elif args.url:
+        out = asyncio.run(run(args.url, args.concurrency, args.episodes))
+    else:
+        parser.error("give the OpenEnv server's URL, or --pairs with --target")
+    print(json.dumps(out))
     return 0
 
 
