@@ -155,6 +155,19 @@ async def _burst(clients: list[Client], kind: str, episodes: int, latencies: lis
     return time.perf_counter() - t
 
 
+async def rewarm(clients: list[Client]) -> aiohttp.ClientSession:
+    """Fresh connections for `clients` (one shared pool), opened by one untimed `ping` each; returns the new pool
+    (the caller closes it). Why: while another server is loaded its idle ones may be closed by this one (uvicorn
+    keeps an idle connection 5 s), and a request on a connection closing under it fails."""
+    old = clients[0].http
+    pool = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=old.timeout)
+    for client in clients:
+        client.http = pool
+    await old.close()
+    await asyncio.gather(*(c.request("ping") for c in clients))
+    return pool
+
+
 async def run(url: str, concurrency: int, episodes: int, protocol: str, kind: str, token: str | None,
               sticky: bool = False) -> dict:
     latencies: list[float] = []
@@ -179,6 +192,8 @@ async def paired(targets: list[tuple[str, list[int]]], concurrency: int, episode
         runs: list[dict[str, Any]] = [{"latencies": [], "errors": [], "seconds": 0.0, "bursts": []} for _ in targets]
         for i in range(pairs):
             for t in (range(len(targets)) if i % 2 == 0 else reversed(range(len(targets)))):
+                if i or t:
+                    stack.push_async_callback((await rewarm(clients[t])).close)
                 run_, before, done = runs[t], cpu_s(targets[t][1]), len(runs[t]["latencies"])
                 seconds = await _burst(clients[t], kind, episodes, run_["latencies"], run_["errors"])
                 requests = len(run_["latencies"]) - done

@@ -141,7 +141,7 @@ def sdk_world_app() -> Any:
 def serve(kind: str, port: int) -> None:
     import uvicorn
 
-    from mcpworld.core.serving import config, listening_socket
+    from mcpworld.core.serving import config, listening_socket, settle_collector
 
     if kind == "echo":
         from benchmarks.worlds import echo_server
@@ -153,6 +153,7 @@ def serve(kind: str, port: int) -> None:
         app = bare_app(load_runtime("airline"))
     else:
         app = sdk_world_app()
+    settle_collector()  # as `mcpworld serve` runs: every server here differs in how it serves, not in its process
     uvicorn.Server(config(app)).run(sockets=[listening_socket("127.0.0.1", port)])
 
 

@@ -108,6 +108,8 @@ async def paired(targets: list[tuple[str, str, list[int]]], concurrency: int, ep
             sides.append(side)
         for i in range(pairs):
             for side in (sides if i % 2 == 0 else sides[::-1]):
+                if side["kind"] == "mcp":
+                    stack.push_async_callback((await loadgen.rewarm(side["clients"])).close)
                 before = cpu_s(side["pids"])
                 if side["kind"] == "openenv":
                     done = sum(len(v) for v in side["times"].values())
