@@ -156,7 +156,7 @@ async def _burst(clients: list[Client], kind: str, episodes: int, latencies: lis
 
 
 async def rewarm(clients: list[Client]) -> aiohttp.ClientSession:
-    """Fresh connections for `clients` (one shared pool), opened by one untimed `ping` each; returns the new pool
+    """Fresh connections for `clients` (one shared pool), opened by one untimed probe each; returns the new pool
     (the caller closes it). Why: while another server is loaded its idle ones may be closed by this one (uvicorn
     keeps an idle connection 5 s), and a request on a connection closing under it fails."""
     old = clients[0].http
@@ -164,8 +164,8 @@ async def rewarm(clients: list[Client]) -> aiohttp.ClientSession:
     for client in clients:
         client.http = pool
     await old.close()
-    await asyncio.gather(*(c.request("ping") for c in clients))
-    return pool
+    await asyncio.gather(*(c.request("server/discover" if c.protocol == MODERN else "ping") for c in clients))
+    return pool  # (2026-07-28 removed `ping`: `server/discover` is its liveness probe)
 
 
 async def run(url: str, concurrency: int, episodes: int, protocol: str, kind: str, token: str | None,

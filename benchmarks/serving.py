@@ -265,7 +265,8 @@ def bench_serving(quick: bool) -> list[Row]:
         return max(c, 30 if quick else 150) if c > 1 else (15 if quick else 60)
 
     rounds = 1 if quick else 3
-    pairs = 3 if quick else 7
+    def pairs(c: int) -> int:  # bursts of ~0.5 s swing by ±20% from one to the next here: enough pairs to hold
+        return 3 if quick else (15 if c <= 256 else 7)  # the median (c = 1,024: bursts of ~4 s, fewer needed)
     kinds = {"sdk-world": "world", "echo": "echo"}  # the other servers, reported beside ours -> episode kind
 
     def best(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -281,11 +282,11 @@ def bench_serving(quick: bool) -> list[Row]:
     with contextlib.ExitStack() as stack:  # every server up at once, measured in turn, so drift hits all alike
         up = {k: stack.enter_context(server(k)) for k in ("world", "bare", *kinds)}
         for c in levels:
-            figures["world"][c], figures["bare"][c] = paired_load(up["world"], up["bare"], c, episodes(c), pairs)
+            figures["world"][c], figures["bare"][c] = paired_load(up["world"], up["bare"], c, episodes(c), pairs(c))
             for k in kinds:
                 figures[k][c] = best([try_load(up[k], c, episodes(c), LEGACY, kinds[k]) for _ in range(rounds)])
         print("  serving: 2026-07-28 ...", file=sys.stderr)
-        modern, modern_bare = paired_load(up["world"], up["bare"], 64, episodes(64), pairs, MODERN)
+        modern, modern_bare = paired_load(up["world"], up["bare"], 64, episodes(64), pairs(64), MODERN)
     print("  serving: 1 vs 2 workers, memory ...", file=sys.stderr)
     scale_c = 64
     with server("world") as single, server("world", workers=2) as double:
