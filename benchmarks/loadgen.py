@@ -8,7 +8,8 @@ get_reservation -> cancel_reservation -> verify with the answer and close, 4 req
 `_meta`). Prints one JSON object: requests, seconds, requests/s, p50/p99 in ms, errors.
 
 `--pairs N --against URL2 --pids PIDS --pids PIDS2`: bursts of `--episodes` against each server in turn, N
-times, each burst's rate and server CPU per request (`{"targets": [...]}`): how two servers are compared here.
+times, each burst's rate and server CPU per request (`{"targets": [...]}`): how two servers are compared here;
+`--also-at C` adds the first server at concurrency C (how one server at two concurrencies is compared).
 """
 
 from __future__ import annotations
@@ -178,30 +179,31 @@ async def run(url: str, concurrency: int, episodes: int, protocol: str, kind: st
     return load_summary(latencies, seconds, errors)
 
 
-async def paired(targets: list[tuple[str, list[int]]], concurrency: int, episodes: int, pairs: int, protocol: str,
-                 kind: str, token: str | None) -> dict:
-    """Bursts of `episodes` episodes against each target in turn, `pairs` times (the order flipped every pair),
-    each burst's rate and its server's CPU per request (`pids`: the server's processes, on this machine).
+async def paired(targets: list[tuple[str, list[int], int, int]], pairs: int, protocol: str, kind: str,
+                 token: str | None) -> dict:
+    """Bursts against each target (url, its server's pids on this machine, concurrency, episodes per burst) in
+    turn, `pairs` times (the order flipped every pair): each burst's rate and its server's CPU per request.
 
-    Why: this machine's speed swings by up to 2x from one second to the next, so two servers loaded one after
-    the other for a few seconds each met different machines; bursts a fraction of a second apart meet the
-    same one, and the median of the pairs' ratios holds still (benchmarks.serving, "capacity")."""
+    Why: this machine's speed swings by up to 2x from one second to the next, so two servers (or one at two
+    concurrencies) loaded one after the other for a few seconds each met different machines; bursts a
+    fraction of a second apart meet the same one (benchmarks.serving, `paired_load`)."""
     out: list[dict[str, Any]] = []
     async with contextlib.AsyncExitStack() as stack:
-        clients = [await _clients(stack, url, concurrency, protocol, kind, token, False) for url, _ in targets]
+        clients = [await _clients(stack, url, c, protocol, kind, token, False) for url, _, c, _ in targets]
         runs: list[dict[str, Any]] = [{"latencies": [], "errors": [], "seconds": 0.0, "bursts": []} for _ in targets]
         for i in range(pairs):
             for t in (range(len(targets)) if i % 2 == 0 else reversed(range(len(targets)))):
                 if i or t:
                     stack.push_async_callback((await rewarm(clients[t])).close)
-                run_, before, done = runs[t], cpu_s(targets[t][1]), len(runs[t]["latencies"])
+                pids, episodes = targets[t][1], targets[t][3]
+                run_, before, done = runs[t], cpu_s(pids), len(runs[t]["latencies"])
                 seconds = await _burst(clients[t], kind, episodes, run_["latencies"], run_["errors"])
                 requests = len(run_["latencies"]) - done
                 run_["seconds"] += seconds
                 run_["bursts"].append({"rate": requests / seconds,
-                                       "cpu_us": (cpu_s(targets[t][1]) - before) / max(1, requests) * 1e6})
-    for (url, _), run_ in zip(targets, runs):
-        out.append({"url": url, "bursts": run_["bursts"],
+                                       "cpu_us": (cpu_s(pids) - before) / max(1, requests) * 1e6})
+    for (url, _, c, _), run_ in zip(targets, runs):
+        out.append({"url": url, "concurrency": c, "bursts": run_["bursts"],
                     **load_summary(run_["latencies"], run_["seconds"], run_["errors"])})
     return {"targets": out}
 
@@ -220,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pids", action="append", default=[], metavar="PID[,PID...]",
                         help="with --pairs: each server's processes, in the order of the URLs (for CPU per request)")
     parser.add_argument("--pairs", type=int, default=0, help="alternate bursts between the servers this many times")
+    parser.add_argument("--also-at", action="append", type=int, default=[], metavar="C",
+                        help="with --pairs: the first server again at concurrency C (bursts of max(C, --episodes))")
     args = parser.parse_args(argv)
     try:
         import uvloop  # type: ignore[import-not-found]
@@ -231,9 +235,10 @@ def main(argv: list[str] | None = None) -> int:
         urls = [args.url, *args.against]
         if len(args.pids) != len(urls):
             parser.error(f"--pairs needs --pids for each of the {len(urls)} servers, in order")
-        targets = [(url, [int(p) for p in pids.split(",")]) for url, pids in zip(urls, args.pids)]
-        out = asyncio.run(paired(targets, args.concurrency, args.episodes, args.pairs, args.protocol, args.kind,
-                                 args.token))
+        targets = [(url, [int(p) for p in pids.split(",")], args.concurrency, args.episodes)
+                   for url, pids in zip(urls, args.pids)]
+        targets += [(args.url, targets[0][1], c, max(c, args.episodes)) for c in args.also_at]
+        out = asyncio.run(paired(targets, args.pairs, args.protocol, args.kind, args.token))
     else:
         out = asyncio.run(run(args.url, args.concurrency, args.episodes, args.protocol, args.kind, args.token,
                              args.sticky))
