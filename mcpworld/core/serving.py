@@ -75,7 +75,8 @@ class _OneWrite:
     """A response's transport, as its request cycle sees it: the head is held until the body's first write (or
     the end of this turn of the event loop, for a response whose body comes later), so a small response leaves
     in one send() and one TCP segment instead of two. uvicorn writes them apart: a client waiting on one answer
-    (concurrency 1) was woken for the head, then again for the body (docs/benchmarks.md, "One write")."""
+    (concurrency 1) was woken for the head, then again for the body (docs/benchmarks.md, "one write per
+    answer")."""
 
     __slots__ = ("_transport", "_cycle", "_loop", "_held", "_head_seen")
 
