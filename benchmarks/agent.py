@@ -213,8 +213,6 @@ def bench_client_path(quick: bool, concurrencies: tuple[int, ...] = (64, 1024)) 
 
 # -- the OpenRLHF bridge -------------------------------------------------------------------------------------------
 
-BRIDGE_CALLS = CANCEL_CALLS  # the lean generator's `--kind cancel` plays the same rollout: the capacity baseline
-
 
 def _bridge_rollouts(url: str, concurrency: int, rollouts: int, kind: str) -> dict[str, Any]:
     """`rollouts` rollouts at `concurrency`, through the bridge (`kind="bridge"`) or each on a connection of its
@@ -228,7 +226,7 @@ def _bridge_rollouts(url: str, concurrency: int, rollouts: int, kind: str) -> di
     from mcpworld.trainer.tiny import tiny_tokenizer
 
     fmt = TextFormat()
-    replies = [fmt.assistant_message([ToolCall(name=n, arguments=a)], None)["content"] for n, a in BRIDGE_CALLS]
+    replies = [fmt.assistant_message([ToolCall(name=n, arguments=a)], None)["content"] for n, a in CANCEL_CALLS]
     replies.append("Cancelled.")
     tokenizer = tiny_tokenizer([*replies, "<tool_response> </tool_response> task"], vocab_size=512)
     label = json.dumps({"server": url, "task": "cancel-within-24h", "seed": 0, "timeout": 300})
@@ -254,7 +252,7 @@ def _bridge_rollouts(url: str, concurrency: int, rollouts: int, kind: str) -> di
             ctl = EpisodeControl(client, 300)
             await ctl.tools()  # as the bridge does on each connection
             episode = (await ctl.start("cancel-within-24h", 0)).episode
-            for name, arguments in BRIDGE_CALLS:
+            for name, arguments in CANCEL_CALLS:
                 await ctl.call(episode, name, arguments)
             return (await ctl.verify(episode, "Cancelled.", close=True)).verdict.passed
 
@@ -304,7 +302,7 @@ def bench_bridge(quick: bool, concurrency: int = 64) -> list[Row]:
         proc.wait(timeout=20)
     ours, before = best["bridge"], best["handshake"]
     ok = ours["passed"] == ours["rollouts"] and before["passed"] == before["rollouts"]
-    requests = ours["rate"] * (len(BRIDGE_CALLS) + 2)  # start, the calls, verify with close
+    requests = ours["rate"] * (len(CANCEL_CALLS) + 2)  # start, the calls, verify with close
     print(f"bridge c={concurrency}: {ours['rate']:,.1f} rollouts/s shared client, {before['rate']:,.1f} with a "
           f"connection per rollout; {requests:,.0f} vs {best['capacity']['rate']:,.0f} req/s", file=sys.stderr)
     return [Row(f"OpenRLHF bridge rollouts/s, c={concurrency} (shared client)", ours["rate"], "rollouts/s",

@@ -67,6 +67,13 @@ def print_table(rows: list[Row]) -> None:
     Console(width=160).print(table)
 
 
+def burst_medians(target: dict) -> dict:
+    """A target of paired bursts (`benchmarks.loadgen.in_turn`) with its figures: the median burst's rate and
+    server CPU per request."""
+    return {**target, "rate": statistics.median(b["rate"] for b in target["bursts"]),
+            "cpu_us": statistics.median(b["cpu_us"] for b in target["bursts"])}
+
+
 def cpu_s(pids: list[int]) -> float:
     """CPU seconds the processes have used so far, to the nanosecond: the scheduler's run time of each live
     thread (`/proc/PID/task/*/schedstat`), where `/proc/PID/stat` counts in 10 ms ticks (a 0.3 s burst of load

@@ -20,6 +20,8 @@ import contextlib
 import json
 import sys
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -102,7 +104,7 @@ async def episode(client: Client, kind: str, latencies: list[float]) -> None:
         for _ in range(12):
             await timed("ping")
         return
-    if kind == "cancel":  # the same rollout as the bridge row's (benchmarks/agent.py, BRIDGE_CALLS)
+    if kind == "cancel":  # the OpenRLHF bridge row's rollout (benchmarks/agent.py plays CANCEL_CALLS too)
         started = await timed("io.mcpworld/episode/start", {"task": "cancel-within-24h", "seed": 0})
         meta = {EPISODE_META: started["episode"]}
         for name, arguments in CANCEL_CALLS:
@@ -156,17 +158,58 @@ async def _burst(clients: list[Client], kind: str, episodes: int, latencies: lis
     return time.perf_counter() - t
 
 
-async def rewarm(clients: list[Client]) -> aiohttp.ClientSession:
-    """Fresh connections for `clients` (one shared pool), opened by one untimed probe each; returns the new pool
-    (the caller closes it). Why: while another server is loaded its idle ones may be closed by this one (uvicorn
-    keeps an idle connection 5 s), and a request on a connection closing under it fails."""
+async def rewarm(clients: list[Client]) -> None:
+    """Fresh connections for `clients` (one shared pool), opened by one untimed probe each (2026-07-28 removed
+    `ping`: `server/discover` is its liveness probe). Why: while another server is loaded their idle ones may
+    be closed by this one (uvicorn keeps an idle connection 5 s), and a request on a closing one fails."""
     old = clients[0].http
     pool = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=old.timeout)
     for client in clients:
         client.http = pool
     await old.close()
     await asyncio.gather(*(c.request("server/discover" if c.protocol == MODERN else "ping") for c in clients))
-    return pool  # (2026-07-28 removed `ping`: `server/discover` is its liveness probe)
+
+
+@dataclass
+class Side:
+    """One target of paired bursts: its server's processes (for CPU per request), the burst (seconds taken,
+    requests made), and what to do untimed before each burst."""
+
+    pids: list[int]
+    burst: Callable[[], Awaitable[tuple[float, int]]]
+    prepare: Callable[[], Awaitable[None]] | None = None
+
+
+async def in_turn(sides: list[Side], pairs: int) -> list[dict[str, Any]]:
+    """A burst of each side in turn, `pairs` times (the order flipped every pair): per side its bursts' rates
+    and server CPU per request, and the seconds they took in all.
+
+    Why: this machine's speed swings by up to 2x from one second to the next, so two servers (or one at two
+    concurrencies) loaded one after the other for a few seconds each met different machines; bursts a
+    fraction of a second apart meet the same one (benchmarks.serving, `paired_load`)."""
+    out: list[dict[str, Any]] = [{"bursts": [], "seconds": 0.0} for _ in sides]
+    for i in range(pairs):
+        for t in (range(len(sides)) if i % 2 == 0 else reversed(range(len(sides)))):
+            side = sides[t]
+            if side.prepare is not None:
+                await side.prepare()
+            before = cpu_s(side.pids)
+            seconds, requests = await side.burst()
+            out[t]["seconds"] += seconds
+            out[t]["bursts"].append({"rate": requests / seconds,
+                                     "cpu_us": (cpu_s(side.pids) - before) / max(1, requests) * 1e6})
+    return out
+
+
+def mcp_side(clients: list[Client], pids: list[int], kind: str, episodes: int, latencies: list[float],
+             errors: list[str]) -> Side:
+    """A world server's side of paired bursts: `episodes` episodes a burst over `clients`, reconnected first."""
+    async def burst() -> tuple[float, int]:
+        done = len(latencies)
+        seconds = await _burst(clients, kind, episodes, latencies, errors)
+        return seconds, len(latencies) - done
+
+    return Side(pids, burst, lambda: rewarm(clients))
 
 
 async def run(url: str, concurrency: int, episodes: int, protocol: str, kind: str, token: str | None,
@@ -182,30 +225,17 @@ async def run(url: str, concurrency: int, episodes: int, protocol: str, kind: st
 async def paired(targets: list[tuple[str, list[int], int, int]], pairs: int, protocol: str, kind: str,
                  token: str | None) -> dict:
     """Bursts against each target (url, its server's pids on this machine, concurrency, episodes per burst) in
-    turn, `pairs` times (the order flipped every pair): each burst's rate and its server's CPU per request.
-
-    Why: this machine's speed swings by up to 2x from one second to the next, so two servers (or one at two
-    concurrencies) loaded one after the other for a few seconds each met different machines; bursts a
-    fraction of a second apart meet the same one (benchmarks.serving, `paired_load`)."""
-    out: list[dict[str, Any]] = []
+    turn (`in_turn`): each burst's rate and server CPU per request, and latencies over all of a target's."""
     async with contextlib.AsyncExitStack() as stack:
-        clients = [await _clients(stack, url, c, protocol, kind, token, False) for url, _, c, _ in targets]
-        runs: list[dict[str, Any]] = [{"latencies": [], "errors": [], "seconds": 0.0, "bursts": []} for _ in targets]
-        for i in range(pairs):
-            for t in (range(len(targets)) if i % 2 == 0 else reversed(range(len(targets)))):
-                if i or t:
-                    stack.push_async_callback((await rewarm(clients[t])).close)
-                pids, episodes = targets[t][1], targets[t][3]
-                run_, before, done = runs[t], cpu_s(pids), len(runs[t]["latencies"])
-                seconds = await _burst(clients[t], kind, episodes, run_["latencies"], run_["errors"])
-                requests = len(run_["latencies"]) - done
-                run_["seconds"] += seconds
-                run_["bursts"].append({"rate": requests / seconds,
-                                       "cpu_us": (cpu_s(pids) - before) / max(1, requests) * 1e6})
-    for (url, _, c, _), run_ in zip(targets, runs):
-        out.append({"url": url, "concurrency": c, "bursts": run_["bursts"],
-                    **load_summary(run_["latencies"], run_["seconds"], run_["errors"])})
-    return {"targets": out}
+        groups = [await _clients(stack, url, c, protocol, kind, token, False) for url, _, c, _ in targets]
+        records: list[tuple[list[float], list[str]]] = [([], []) for _ in targets]
+        runs = await in_turn([mcp_side(clients, pids, kind, episodes, *record)
+                              for clients, (_, pids, _, episodes), record in zip(groups, targets, records)], pairs)
+        for clients in groups:
+            await clients[0].http.close()  # the pool the last reconnection opened
+    return {"targets": [{"url": url, "concurrency": c, "bursts": run_["bursts"],
+                         **load_summary(latencies, run_["seconds"], errors)}
+                        for (url, _, c, _), run_, (latencies, errors) in zip(targets, runs, records)]}
 
 
 def main(argv: list[str] | None = None) -> int:

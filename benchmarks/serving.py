@@ -17,7 +17,6 @@ import contextlib
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 import threading
@@ -25,7 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from benchmarks.common import Row, cpu_s
+from benchmarks.common import Row, burst_medians, cpu_s
 from mcpworld.core.testing import free_port, mcpworld_cmd, stop, wait_http
 
 PATH = "/worlds/airline/mcp"
@@ -252,8 +251,7 @@ def paired_load(a: dict[str, Any], b: dict[str, Any] | None, concurrency: int, e
     except RuntimeError as exc:
         print(f"  serving: {kind} at c={concurrency} failed: {str(exc)[-300:]}", file=sys.stderr)
         return [FAILED] * (len(servers) + len(also_at))
-    return [{**t, "rate": statistics.median(x["rate"] for x in t["bursts"]),
-             "cpu_us": statistics.median(x["cpu_us"] for x in t["bursts"])} for t in targets]
+    return [burst_medians(t) for t in targets]
 
 
 def rss_mib(pid: int) -> float:

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import Row
+from benchmarks.common import Row, burst_medians
 from benchmarks.peers import OPENENV_SETUP, ROOT, has_runtime, openenv_missing, openenv_python
 
 TASK = "cancel-within-24h"  # the task benchmarks.loadgen's episodes start
@@ -85,8 +85,6 @@ def paired_peers(python: Path, targets: list[tuple[str, dict[str, Any]]], concur
     """One load generator (under the peer venv: `openenv_load --pairs`) loading every target in turn, `pairs`
     bursts of `episodes` each: per target its median burst rate and CPU per message, p50/p99 over all bursts.
     A generator that fails gives every target NaN figures (the reason printed): the run goes on."""
-    import statistics
-
     from benchmarks.serving import FAILED
 
     cmd = [str(python), "-m", "benchmarks.peers.openenv_load", "--concurrency", str(concurrency), "--episodes",
@@ -102,8 +100,7 @@ def paired_peers(python: Path, targets: list[tuple[str, dict[str, Any]]], concur
         if t["errors"]:
             print(f"  serving: {t['url']} at c={concurrency}: {t['errors']} failed episodes: {t['first_errors']}",
                   file=sys.stderr)
-        out.append({**t, "rate": statistics.median(b["rate"] for b in t["bursts"]),
-                    "cpu_us": statistics.median(b["cpu_us"] for b in t["bursts"])})
+        out.append(burst_medians(t))
     return out
 
 

@@ -86,52 +86,52 @@ async def run(url: str, concurrency: int, episodes: int) -> dict:
 
 
 async def paired(targets: list[tuple[str, str, list[int]]], concurrency: int, episodes: int, pairs: int) -> dict:
-    """Bursts of `episodes` against each target in turn (`openenv` or `mcp`: a world server driven by
-    `benchmarks.loadgen`'s episodes at 2025-11-25), `pairs` times, the order reversed every other time: each
-    burst's messages/s and its server's CPU per message. As `benchmarks.loadgen --pairs`, and why: this
-    machine's speed swings from one second to the next, and runs a few seconds apart met different machines."""
+    """Bursts of `episodes` against each target in turn (`openenv`, or `mcp`: a world server driven by
+    `benchmarks.loadgen`'s episodes at 2025-11-25), `pairs` times (`loadgen.in_turn`): each burst's messages/s
+    and its server's CPU per message, and latencies over all of a target's."""
     import contextlib
 
     from benchmarks import loadgen
-    from benchmarks.common import cpu_s
 
+    sides: list[loadgen.Side] = []
+    records: list[tuple[Any, list[str]]] = []  # (reset/step/end times, or one latency list; errors)
+    sessions: list[list[GenericEnvClient]] = []
     async with contextlib.AsyncExitStack() as stack:
-        sides: list[dict[str, Any]] = []
         for kind, url, pids in targets:
-            side: dict[str, Any] = {"kind": kind, "url": url, "pids": pids, "errors": [], "seconds": 0.0,
-                                    "bursts": [], "times": {"reset": [], "step": [], "end": []}, "latencies": []}
+            errors: list[str] = []
             if kind == "openenv":
-                side["clients"] = await _sessions(url, concurrency)
+                clients = await _sessions(url, concurrency)
+                times: dict[str, list[float]] = {"reset": [], "step": [], "end": []}
+                sides.append(_openenv_side(clients, pids, episodes, times, errors))
+                records.append((times, errors))
+                sessions.append(clients)
             else:
-                side["clients"] = await loadgen._clients(stack, url, concurrency, loadgen.LEGACY, "world", None,
-                                                         False)
-            sides.append(side)
-        for i in range(pairs):
-            for side in (sides if i % 2 == 0 else sides[::-1]):
-                if side["kind"] == "mcp":
-                    stack.push_async_callback((await loadgen.rewarm(side["clients"])).close)
-                before = cpu_s(side["pids"])
-                if side["kind"] == "openenv":
-                    done = sum(len(v) for v in side["times"].values())
-                    seconds = await _burst(side["clients"], episodes, side["times"], side["errors"])
-                    requests = sum(len(v) for v in side["times"].values()) - done
-                else:
-                    done = len(side["latencies"])
-                    seconds = await loadgen._burst(side["clients"], "world", episodes, side["latencies"],
-                                                   side["errors"])
-                    requests = len(side["latencies"]) - done
-                side["seconds"] += seconds
-                side["bursts"].append({"rate": requests / seconds,
-                                       "cpu_us": (cpu_s(side["pids"]) - before) / max(1, requests) * 1e6})
-        for side in sides:
-            if side["kind"] == "openenv":
-                await asyncio.gather(*(c.close() for c in side["clients"]))
+                mcp = await loadgen._clients(stack, url, concurrency, loadgen.LEGACY, "world", None, False)
+                latencies: list[float] = []
+                sides.append(loadgen.mcp_side(mcp, pids, "world", episodes, latencies, errors))
+                records.append((latencies, errors))
+                stack.push_async_callback(lambda mcp=mcp: mcp[0].http.close())  # the last reconnection's pool
+        runs = await loadgen.in_turn(sides, pairs)
+        for clients in sessions:
+            await asyncio.gather(*(c.close() for c in clients))
     out = []
-    for side in sides:
-        summary = _summary(side["times"], side["seconds"], side["errors"]) if side["kind"] == "openenv" else \
-            load_summary(side["latencies"], side["seconds"], side["errors"])
-        out.append({"kind": side["kind"], "url": side["url"], "bursts": side["bursts"], **summary})
+    for (kind, url, _), run_, (samples, errors) in zip(targets, runs, records):
+        summary = _summary(samples, run_["seconds"], errors) if kind == "openenv" else \
+            load_summary(samples, run_["seconds"], errors)
+        out.append({"kind": kind, "url": url, "bursts": run_["bursts"], **summary})
     return {"targets": out}
+
+
+def _openenv_side(clients: list[GenericEnvClient], pids: list[int], episodes: int, times: dict[str, list[float]],
+                  errors: list[str]) -> Any:
+    from benchmarks.loadgen import Side
+
+    async def burst() -> tuple[float, int]:
+        done = sum(map(len, times.values()))
+        seconds = await _burst(clients, episodes, times, errors)
+        return seconds, sum(map(len, times.values())) - done
+
+    return Side(pids, burst)
 
 
 def main(argv: list[str] | None = None) -> int:
