@@ -15,10 +15,13 @@ from mcpworld.agent.policies import Policy
 from mcpworld.agent.trajectory import CallRecord, Step, Termination, Trajectory
 from mcpworld.core.llm import LLMError
 from mcpworld.core.models import TaskInfo
+from mcpworld.core.paths import registry_token
 from mcpworld.core.protocol import EpisodeControl
 
-SYSTEM = "You are a helpful agent operating an application through its tools. Act on the user's request; " \
-         "refuse and explain when a rule forbids it. Finish with a short final answer to the user."
+SYSTEM = "You are a helpful agent operating an application through its tools. Act on the user's request. " \
+         "Answer a question with the submit_answer tool (the value asked for, typed); when a rule forbids the " \
+         "request, write nothing and call the decline tool citing the rule's id. Finish with a short final " \
+         "message to the user."
 
 
 def system_prompt(format: Format, tools: list[types.Tool], rules: str = "") -> str:
@@ -110,14 +113,16 @@ async def run_episode(ctl: EpisodeControl, server: str, task: TaskInfo, policy: 
             tools = await ctl.tools()
             names = {t.name for t in tools}
             system = system_prompt(policy.format, tools, started.policy)
-            traj.messages = [{"role": "system", "content": system}, {"role": "user", "content": task.instruction}]
+            instruction = started.instruction or task.instruction  # the server's: with how to submit an answer
+            traj.messages = [{"role": "system", "content": system}, {"role": "user", "content": instruction}]
             for turn in range(config.max_turns):
                 answer = await _turn(ctl, traj, task, policy, tools, names, turn, config)
                 if answer is not None:
                     break
             else:
                 traj.termination = Termination.MAX_TURNS
-            verified = await ctl.verify(traj.episode, answer, close=True)
+            # the harness's own verdict, with its details (the token never reaches the policy)
+            verified = await ctl.verify(traj.episode, answer, token=registry_token(None)[0])
             traj.verdict, closed = verified.verdict, verified.closed
             traj.reward = Termination(traj.termination).reward(traj.verdict.passed)
     except EpisodeEnd as end:

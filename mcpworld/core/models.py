@@ -16,9 +16,16 @@ class Check(BaseModel):
     name: str
     passed: bool
     detail: str = ""
+    group: str = ""
+    """What the check is about, in words that reveal nothing ("final state", "answer", "decline", "free text",
+    "task check"): what a sealed verdict keeps of it (`Verdict.sealed`)."""
 
     def __bool__(self) -> bool:
         return self.passed
+
+
+SEALED_EVIDENCE = ("diff", "answer", "submission")
+"""Evidence a sealed verdict keeps: what the agent itself did and said."""
 
 
 class Verdict(BaseModel):
@@ -28,6 +35,13 @@ class Verdict(BaseModel):
     score: float = Field(ge=0.0, le=1.0)
     checks: list[Check] = Field(default_factory=list)
     evidence: dict[str, Any] = Field(default_factory=dict)
+
+    def sealed(self) -> Verdict:
+        """The verdict as a caller without the registry token sees it: pass/fail per check under its group's
+        name, no details (they name expected values and reference rows), the agent's own changes as evidence."""
+        checks = [Check(name=c.group or "check", passed=c.passed, group=c.group or "check") for c in self.checks]
+        evidence = {k: v for k, v in self.evidence.items() if k in SEALED_EVIDENCE}
+        return Verdict(passed=self.passed, score=self.score, checks=checks, evidence=evidence)
 
     @property
     def failures(self) -> list[str]:
@@ -49,7 +63,7 @@ class TaskInfo(BaseModel):
     instruction: str
     split: Literal["train", "test"] = "train"
     difficulty: Literal["easy", "medium", "hard"] = "easy"
-    kind: Literal["answer", "state", "refusal"] = "state"
+    kind: Literal["answer", "state", "refusal"] | None = None  # told only to token holders
     solution: list[ToolCall] = Field(default_factory=list)
     answer: str | None = None
     rubric: list[str] = Field(default_factory=list)

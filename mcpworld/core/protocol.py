@@ -43,8 +43,9 @@ class EpisodeParams(types.RequestParams):
 
 
 class VerifyParams(EpisodeParams):
-    answer: str | None = None
-    close: bool = False  # close the episode once judged: saves RL rollouts a round trip
+    answer: str | None = None  # the agent's last words to the user: kept as evidence, judged by no check
+    close: bool = True  # kept for older clients: a world episode is always closed once judged (one verdict)
+    token: str | None = None  # the registry token: with it, the verdict's checks keep their details
 
 
 class VerifyResult(types.Result):
@@ -52,6 +53,7 @@ class VerifyResult(types.Result):
     task: str | None = None
     verdict: Verdict
     closed: bool = False
+    sealed: bool = False  # the checks were reduced to pass/fail per group (no registry token was presented)
 
 
 class CloseResult(types.Result):
@@ -170,10 +172,12 @@ class EpisodeControl:
     async def start(self, task: str | None = None, seed: int = 0) -> StartResult:
         return await self._send(StartRequest(params=StartParams(task=task, seed=seed)), StartResult)
 
-    async def verify(self, episode: str, answer: str | None = None, close: bool = False) -> VerifyResult:
-        """Judge the episode; with `close`, end it in the same request."""
-        return await self._send(VerifyRequest(params=VerifyParams(episode=episode, answer=answer, close=close)),
-                                VerifyResult)
+    async def verify(self, episode: str, answer: str | None = None, close: bool = True,
+                     token: str | None = None) -> VerifyResult:
+        """Judge the episode, which ends it on a world server (one verdict per episode); with the registry `token`
+        (a harness's, never a policy's) the verdict comes with its details."""
+        params = VerifyParams(episode=episode, answer=answer, close=close, token=token)
+        return await self._send(VerifyRequest(params=params), VerifyResult)
 
     async def close(self, episode: str) -> CloseResult:
         return await self._send(CloseRequest(params=EpisodeParams(episode=episode)), CloseResult)

@@ -279,7 +279,7 @@ class GymWorlds:
             raise Refused(503, str(exc)) from None
         request.session[STATE_KEY] = {"world": world, "task": task, "seed": seed, "episode": episode.id}
         return JSONResponse({"world": world, "task": task, "seed": seed, "episode": episode.id,
-                             "instruction": server.runtime.tasks[task].instruction,
+                             "instruction": server.runtime.instruction(server.runtime.tasks[task]),
                              "expires_in_s": server.episodes.limits.ttl_s})
 
     async def call_tool(self, request: Request) -> Response:
@@ -288,14 +288,16 @@ class GymWorlds:
         server, episode, state = self.episode(request)
         runtime = server.runtime
         spec = runtime.tools.get(tool)
-        if spec is None:
+        names = sorted(t["name"] for t in runtime.listed_tools)
+        if spec is None and tool not in names:
             raise Refused(404, f"unknown tool {tool!r} in world {state['world']!r}; its tools: "
-                          f"{', '.join(sorted(runtime.tools))}", tools=sorted(runtime.tools))
+                          f"{', '.join(names)}", tools=names)
         try:
-            spec.parse(arguments)
+            if spec is not None:  # the submission tools check their own arguments, as the model's to fix
+                spec.parse(arguments)
         except ArgumentError as exc:
             raise Refused(422, f"{exc}; nothing was run or changed: send the arguments its schema asks for",
-                          tool=tool, parameters=spec.input_schema) from None
+                          tool=tool, parameters=spec.input_schema if spec else None) from None
         result = await server.run_tool(episode, tool, arguments)
         if result.error is not None:  # the tool refused or failed: rolled back; the model reads why
             return JSONResponse({"error": result.error})
@@ -310,7 +312,7 @@ class GymWorlds:
             raise Refused(422, "pass the rollout's Responses API response as `response` (an object with its "
                           "`output` list), next to the dataset row's fields")
         server, episode, state = self.episode(request)
-        termination, answer, why = ending(response, server.runtime.tools)
+        termination, answer, why = ending(response, [t["name"] for t in server.runtime.listed_tools])
 
         def judge() -> Any:
             with episode.serving():
@@ -327,7 +329,7 @@ class GymWorlds:
         return JSONResponse({**body, "reward": reward, "mcpworld": {
             "world": state["world"], "task": state["task"], "seed": state["seed"], "episode": episode.id,
             "termination": str(termination), "why": why, "answer": answer, "passed": verdict.passed,
-            "score": verdict.score, "failures": verdict.failures}})
+            "score": verdict.score, "failures": verdict.sealed().failures}})
 
     async def aggregate_metrics(self, request: Request) -> Response:
         body = await json_object(request, MAX_BODY_BYTES, '{"verify_responses": [...]}')
@@ -363,14 +365,14 @@ class GymWorlds:
         """One NeMo Gym dataset row per task: the prompt and tools the policy sees, and the task to seed."""
         for world in self.worlds:
             server = self.servers[world]
-            tools = [{"type": "function", "name": spec.name, "description": spec.description,
-                      "parameters": spec.input_schema, "strict": False} for spec in server.runtime.tools.values()]
+            tools = [{"type": "function", "name": t["name"], "description": t.get("description", ""),
+                      "parameters": t["inputSchema"], "strict": False} for t in server.runtime.listed_tools]
             for task in server.runtime.tasks.values():
                 if split is not None and task.split != split:
                     continue
                 yield {"responses_create_params": {
                     "input": [{"role": "system", "content": server.server.instructions or ""},
-                              {"role": "user", "content": task.instruction}], "tools": tools},
+                              {"role": "user", "content": server.runtime.instruction(task)}], "tools": tools},
                     "verifier_metadata": {"world": world, "task": task.id, "seed": 0}}
 
 

@@ -1,50 +1,43 @@
-"""Typed answers: what an answer or refusal task expects, and a reading of the final answer that substrings can't game.
+"""Typed answers: what an answer task expects, the schema its submission takes, and an exact comparison.
 
-A task declares its answer as parts (a number, a count, a date, a time, yes/no, entities). The checker reads
-the answer the way a person would: whole words and whole numbers only, number words and formats, negation,
-and a second, different value counts against the answer, so hedging ("8 or 12") and listing every candidate
-fail while paraphrases ("eight seats are still free") pass. Values the user wrote in the instruction are echoes,
-never conflicts.
+A task declares its answer as parts (a number, a count, a date, a time, yes/no, entities). The agent submits
+one typed value per part through the `submit_answer` tool (`mcpworld.worlds.submissions`); this module turns the
+parts into that argument's JSON schema and a one-line description, reads a submission into canonical values
+(`read_submission`: a malformed one is an error the agent can fix, never a verdict), and compares canonical
+values exactly (`judge_answer`): numbers within the part's tolerance, counts as integers, dates and times as
+values, entities as a set of identities matched by id or exact name. Prose is never read here: a side remark,
+a hedge or a homoglyph has no typed value to hide in.
 """
 
 from __future__ import annotations
 
 import datetime
 import re
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from functools import cached_property, lru_cache
-from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union
+import unicodedata
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, Field, field_validator
 
 from mcpworld.core.models import Check
 
 __all__ = [
-    "AnswerContext",
     "AnswerPart",
     "Count",
     "DateAnswer",
     "Entities",
     "Number",
+    "SubmissionError",
     "TimeAnswer",
     "YesNo",
-    "check_answer",
+    "accepted_forms",
+    "answer_schema",
+    "describe_answer",
     "entity",
-    "refusal_checks",
+    "judge_answer",
+    "part_keys",
+    "read_submission",
+    "reference_submission",
 ]
-
-T = TypeVar("T")
-
-
-@dataclass
-class AnswerContext:
-    """What the checker knows besides the answer: the instruction (whose values are echoes) and the start state."""
-
-    instruction: str = ""
-    resolve: Callable[[str], list[str]] | None = None
-    """"table.column" -> every value of that column in the task's starting database (as strings)."""
-    max_chars: int = 400
 
 
 # --- answer parts ------------------------------------------------------------------------------------------------
@@ -71,7 +64,7 @@ class Number(_Positional):
     value: float
     tolerance: float = 0.005
     allow: list[float] = Field(default_factory=list)
-    """Other numbers the answer may also state (e.g. the parts of a total)."""
+    """Kept for task files written for prose answers; a typed submission is one value, so it is not read."""
     label: str = ""
 
 
@@ -145,6 +138,14 @@ class Entities(_Positional):
         return value
 
 
+def _hhmm(value: str) -> str:
+    """A task file's "H:MM" as "HH:MM" (a ValueError for anything else)."""
+    try:
+        return _clock(value, "time")
+    except SubmissionError as exc:
+        raise ValueError(str(exc)) from None
+
+
 AnswerPart = Annotated[Union[Number, Count, DateAnswer, TimeAnswer, YesNo, Entities], Field(discriminator="type")]
 
 
@@ -153,467 +154,255 @@ def entity(*aliases: str, among: list[str] | str = (), label: str = "") -> Entit
     return Entities(expected=[list(aliases)], among=among if isinstance(among, str) else list(among), label=label)
 
 
-# --- text: normalizing, mentions, negation, masking --------------------------------------------------------------
 
-_CHARS = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-",
-                        "\u2011": "-", "\u2212": "-", "\u00a0": " "})
-_AMPM_RE = re.compile(r"(?<![a-z])([ap])\.m(?:\.|(?![a-z]))", re.I)
-_ISO_T_RE = re.compile(r"(?<=\d{4}-\d\d-\d\d)T(?=\d\d:)")
-_CLAUSE_RE = re.compile(r"[.,;:!?](?!\d)|\bbut\b", re.I)
-_WORD_RE = re.compile(r"[\w']+")
-_NEGATIONS = frozenset({"not", "no", "never", "cannot", "without", "except", "neither", "nor", "isn't", "aren't",
-                        "wasn't", "n't"})
-_TOKEN_RE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]+(?:[-_./][A-Za-z0-9]+)*")
-_NOT_ID_RE = re.compile(r"\d+(?:st|nd|rd|th|am|pm)?(?:[-/.:]\d+(?:st|nd|rd|th|am|pm)?)*(?:-[a-z]+)*", re.I)
-_CAPS_ID_RE = re.compile(r"(?<![\w-])[A-Z]{2,}(?:-[A-Z0-9]+)+(?![\w-])")
-_EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_URL_RE = re.compile(r"https?://\S+")
-_PLAIN_NUMBER_RE = re.compile(r"[-+$]?\d[\d,]*(?:\.\d+)?%?")
+# --- submissions: schema, description, reading -------------------------------------------------------------
 
 
-def _normalize(text: str) -> str:
-    """Typographic variants folded to ASCII, keeping every position (masks and mentions share offsets)."""
-    text = _AMPM_RE.sub(lambda m: m[1] + "m" + " " * (len(m[0]) - 2), text.translate(_CHARS))
-    return _ISO_T_RE.sub(" ", text)
+class SubmissionError(ValueError):
+    """A submission that is not of the task's answer type: the agent is told why and may submit again."""
 
 
-@lru_cache(maxsize=4096)
-def _name_re(name: str) -> re.Pattern[str]:
-    """A whole-word, case-insensitive pattern for a name: "E03" is not in "E031", "Beta 1" not in "Beta 1.5"."""
-    body = r"\s+".join(map(re.escape, name.split()))
-    return re.compile(rf"(?<!\w)(?<!\w[-/])(?<!\d[.,]){body}(?!\w)(?![-/]\w)(?![.,]\d)", re.I)
+_KEY_RE = re.compile(r"[^a-z0-9]+")
+_DEFAULT_KEYS = {"number": "amount", "count": "count", "date": "date", "time": "time", "yesno": "yes",
+                 "entities": "names"}
 
 
-def _key(name: str) -> str:
-    """How names compare: normalized, trimmed, case-folded."""
-    return _normalize(name).strip().lower()
+def part_keys(parts: list[AnswerPart]) -> list[str]:
+    """The key each part takes in a several-part submission: its label as a slug, else its type's word."""
+    keys: list[str] = []
+    for part in parts:
+        base = _KEY_RE.sub("_", part.label.lower()).strip("_") or _DEFAULT_KEYS[part.type]
+        key, n = base, 2
+        while key in keys:
+            key, n = f"{base}_{n}", n + 1
+        keys.append(key)
+    return keys
 
 
-def _finds(name: str, text: str) -> bool:
-    return bool(name.strip()) and _name_re(_key(name)).search(text) is not None
-
-
-def _longest_first(hits: Iterable[tuple[int, int, T]]) -> list[tuple[int, int, T]]:
-    """Non-overlapping hits, longer ones winning overlaps, in reading order."""
-    taken: list[tuple[int, int, T]] = []
-    for hit in sorted(hits, key=lambda h: (h[0] - h[1], h[0])):
-        if all(hit[1] <= t[0] or hit[0] >= t[1] for t in taken):
-            taken.append(hit)
-    return sorted(taken, key=lambda h: h[0])
-
-
-def _spans(hits: Iterable[tuple[int, int, Any]]) -> list[tuple[int, int]]:
-    return [(h[0], h[1]) for h in hits]
-
-
-def _negated(text: str, pos: int) -> bool:
-    """A negation word within three words before `pos`, in the same clause ("it is not delayed")."""
-    start = max((m.end() for m in _CLAUSE_RE.finditer(text, 0, pos)), default=0)
-    words = [w.strip("'").lower() for w in _WORD_RE.findall(text[start:pos])[-3:]]
-    return any(w in _NEGATIONS or w.endswith("n't") for w in words)
-
-
-_DENIED_AFTER_RE = re.compile(r"\s+(?:(?:is|are|was|were|does|do|did|has|have)\s+(?:not|never)|isn't|aren't|wasn't|"
-                              r"weren't|doesn't|don't|didn't|hasn't|haven't)\b", re.I)
-
-
-def _denied(text: str, end: int) -> bool:
-    """The mention is the subject of a negated verb right after it ("WEB-3 is not a blocker", "Lucas isn't")."""
-    return _DENIED_AFTER_RE.match(text, end) is not None
-
-
-@dataclass(frozen=True)
-class _Mention:
-    start: int
-    end: int
-    name: str  # normalized, lower-case
-    negated: bool
-
-
-def _mentions(text: str, names: Iterable[str]) -> list[_Mention]:
-    """Every whole-word mention of `names` in (normalized) `text`; the longer name wins an overlap."""
-    keys = {_key(n) for n in names if n.strip()}
-    hits = ((m.start(), m.end(), key) for key in keys for m in _name_re(key).finditer(text))
-    return [_Mention(s, e, key, _negated(text, s) or _denied(text, e)) for s, e, key in _longest_first(hits)]
-
-
-def _mask(text: str, spans: Iterable[tuple[int, int]]) -> str:
-    chars = list(text)
-    for s, e in spans:
-        chars[s:e] = " " * (e - s)
-    return "".join(chars)
-
-
-def _id_spans(text: str) -> list[tuple[int, int]]:
-    """Id-like tokens (T-1001, MW101-0603, CU04, PM-ADA-GIFT), emails and links: none is a free-standing value."""
-    spans = [m.span() for m in _TOKEN_RE.finditer(text) if re.search("[A-Za-z]", m[0]) and re.search(r"\d", m[0])
-             and not _NOT_ID_RE.fullmatch(m[0])]
-    return spans + [m.span() for rx in (_CAPS_ID_RE, _EMAIL_RE, _URL_RE) for m in rx.finditer(text)]
-
-
-# --- values: dates, times, numbers -------------------------------------------------------------------------------
-
-_MONTHS = {name: i for i, names in enumerate(
-    (("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
-     ("july", "jul"), ("august", "aug"), ("september", "sept", "sep"), ("october", "oct"), ("november", "nov"),
-     ("december", "dec")), start=1) for name in names}
-_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
-_YEAR = r"(?:(?:,\s*|\s+)(?P<y>\d{4})(?!\w))?"
-_DATE_RES = (
-    re.compile(r"(?<![\w/.-])(?P<y>\d{4})[-/](?P<m>\d{1,2})[-/](?P<d>\d{1,2})(?![\w/]|[-.]\d)"),
-    re.compile(rf"\b(?P<mon>{_MONTH})\.?\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?(?![\w:]|\.\d){_YEAR}", re.I),
-    re.compile(rf"(?<![\w.,-])(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon>{_MONTH})\b\.?{_YEAR}", re.I),
-    re.compile(r"(?<![\w/.-])(?P<m>\d{1,2})/(?P<d>\d{1,2})(?:/(?P<y>\d{4}|\d{2}))?(?![\w/]|[.-]\d)"),
-)
-_TIME_RE = re.compile(
-    r"(?<![\w:.])(?P<h>\d{1,2})(?::(?P<m>\d\d)(?::\d\d)?(?:\s*(?P<ap>[ap])m)?|\s*(?P<ap2>[ap])m)(?!\w)"
-    r"|\b(?P<word>noon|midday|midnight)\b", re.I)
-_RANGE_START_RE = re.compile(
-    r"(?:(?<![\w:.])(?P<h>\d{1,2})(?::(?P<m>\d\d))?\s*(?:-|to|until|till)"
-    r"|\bbetween\s+(?P<bh>\d{1,2})(?::(?P<bm>\d\d))?\s+and)\s*$", re.I)
-_NUM_RE = re.compile(
-    r"(?:(?<![^\s(\[])(?P<sign>-))?(?:[$€£]\s?)?(?<![\w.])(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?P<frac>\.\d+)?(?!\w|\.\d)")
-_SMALL = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen".split())}
-_TENS = {w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), start=2)}
-_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
-_NUMBER_WORD = "|".join(sorted({*_SMALL, *_TENS, *_SCALES}, key=len, reverse=True))
-_WORDS_RE = re.compile(
-    rf"(?<![\w-])(?:{_NUMBER_WORD})(?:(?:\s+and\s+|\s*-\s*|\s+)(?:{_NUMBER_WORD}))*(?!\w|-\w)", re.I)
-_DETERMINERS = frozenset({"the", "this", "that", "which", "each", "any", "every", "no", "another", "a", "some"})
-_ONE_RE = re.compile(r"\ba\s+single\b", re.I)
-_ZERO_RE = re.compile(r"\bnone\b|\bno\b(?=\s+[a-z])", re.I)
-
-
-def _hhmm(value: str) -> str:
-    m = re.fullmatch(r"(\d{1,2}):(\d\d)", value.strip())
-    minutes = _clock(int(m[1]), int(m[2]), "") if m else None
-    if minutes is None:
-        raise ValueError(f"not an HH:MM time: {value!r}")
-    return _show_time(minutes)
-
-
-def _clock(hour: int, minute: int, meridiem: str) -> int | None:
-    """Minutes after midnight, or None for an impossible time."""
-    if minute > 59:
-        return None
-    if meridiem:
-        return (hour % 12 + (12 if meridiem == "p" else 0)) * 60 + minute if 1 <= hour <= 12 else None
-    return hour * 60 + minute if hour <= 23 else None
-
-
-def _show_time(minutes: int) -> str:
-    return f"{minutes // 60:02d}:{minutes % 60:02d}"
-
-
-def _dates(text: str, year: int) -> list[tuple[int, int, datetime.date]]:
-    """ISO, "April 4(th)(, 2026)", "4 April 2026", "4/4/2026" (month first); a missing year is `year`."""
-    hits = []
-    for rx in _DATE_RES:
-        for m in rx.finditer(text):
-            g = m.groupdict()
-            month = int(g["m"]) if g.get("m") else _MONTHS[g["mon"].lower()]
-            y = int(g["y"]) if g.get("y") else year
-            try:
-                hits.append((m.start(), m.end(), datetime.date(y + 2000 if y < 100 else y, month, int(g["d"]))))
-            except ValueError:
-                continue
-    return _longest_first(hits)
-
-
-def _times(text: str) -> list[tuple[int, int, str]]:
-    """Times of day ("11 am", "14:00", "2:30pm", "noon"), and the bare start of a range ("1-2 pm", "from 1 to 2 pm")."""
-    hits: list[tuple[int, int, str]] = []
-    for m in _TIME_RE.finditer(text):
-        if m["word"]:
-            hits.append((m.start(), m.end(), "00:00" if m["word"].lower() == "midnight" else "12:00"))
-            continue
-        meridiem = (m["ap"] or m["ap2"] or "").lower()
-        end = _clock(int(m["h"]), int(m["m"] or 0), meridiem)
-        if end is None:
-            continue
-        hits.append((m.start(), m.end(), _show_time(end)))
-        r = _RANGE_START_RE.search(text, 0, m.start())
-        if r:
-            start = _clock(int(r["h"] or r["bh"]), int(r["m"] or r["bm"] or 0), meridiem)
-            if start is not None and meridiem == "p" and start > end:
-                start -= 12 * 60  # "11-1 pm" starts at 11 am
-            if start is not None:
-                hits.append((r.start(), r.start() + len(r[0].rstrip()), _show_time(start)))
-    return _longest_first(hits)
-
-
-def _word_numbers(run: str) -> list[int]:
-    """Number words to values: "one hundred and five" -> [105], "twenty-one" -> [21], "two three" -> [2, 3]."""
-    out: list[int] = []
-    total = current = 0
-    previous = ""
-    for word in re.findall(r"[a-z]+", run.lower()):
-        if word == "and":
-            continue
-        if word in _SCALES:
-            if _SCALES[word] == 100:
-                current = (current or 1) * 100
-            else:
-                total, current = total + (current or 1) * _SCALES[word], 0
-            previous = "scale"
-            continue
-        value = _SMALL.get(word, _TENS.get(word, 0))
-        if previous and previous != "scale" and not (previous == "tens" and 0 < value < 10):
-            out.append(total + current)
-            total = current = 0
-        current += value
-        previous = "tens" if word in _TENS else "small"
-    return [*out, total + current] if previous else out
-
-
-def _numbers(text: str) -> list[float]:
-    """Free-standing numbers in digits ("8", "1,000", "$1,000.50", "-300", "12.5%") or words, in reading order."""
-    hits: list[tuple[int, float]] = []
-    for m in _NUM_RE.finditer(text):
-        value = float(m["int"].replace(",", "") + (m["frac"] or ""))
-        hits.append((m.start(), -value if m["sign"] else value))
-    for m in _WORDS_RE.finditer(text):
-        before = _WORD_RE.findall(text[:m.start()])
-        if m[0].lower() == "one" and before and before[-1].lower() in _DETERMINERS:
-            continue  # "the one in business class", "no one"
-        sign = -1.0 if before and before[-1].lower() in ("minus", "negative") else 1.0
-        hits += [(m.start(), sign * float(v)) for v in _word_numbers(m[0])]
-    return [v for _, v in sorted(hits, key=lambda h: h[0])]
-
-
-class _Reading:
-    """A text normalized, with what is not a free-standing value masked: names, id-like tokens, emails, links."""
-
-    def __init__(self, text: str, names: Iterable[str]) -> None:
-        self.text = _normalize(text)
-        names = [n for n in names if not _PLAIN_NUMBER_RE.fullmatch(n.strip())]  # a bare number stays a number
-        spans = [(m.start, m.end) for m in _mentions(self.text, names)] + _id_spans(self.text)
-        self.masked = _mask(self.text, spans)
-
-    def dates(self, year: int) -> list[datetime.date]:
-        return [d for _, _, d in _dates(self.masked, year)]
-
-    @cached_property
-    def _date_spans(self) -> list[tuple[int, int]]:
-        return _spans(_dates(self.masked, 2000))  # a leap year, so that "Feb 29" is masked too
-
-    @cached_property
-    def _time_hits(self) -> list[tuple[int, int, str]]:
-        return _times(_mask(self.masked, self._date_spans))
-
-    @property
-    def times(self) -> list[str]:
-        return [t for _, _, t in self._time_hits]
-
-    @cached_property
-    def _numeric(self) -> str:
-        return _mask(self.masked, self._date_spans + _spans(self._time_hits))
-
-    def numbers(self, count: int | None = None) -> list[float]:
-        """The numbers stated; for an expected count of 1 also "a single", of 0 also "none"/"no seats"."""
-        found = _numbers(self._numeric)
-        extra = {1: _ONE_RE, 0: _ZERO_RE}.get(count) if count is not None else None
-        if extra is None or count is None:
-            return found
-        return found + [float(count)] * len(extra.findall(self._numeric))
-
-
-# --- checks ------------------------------------------------------------------------------------------------------
-
-
-def _show_number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:.10g}"
-
-
-def _part_name(part: AnswerPart) -> str:
+def _part_schema(part: AnswerPart) -> dict[str, Any]:
+    if isinstance(part, Count):
+        return {"type": "integer", "description": "a whole count"}
+    if isinstance(part, Number):
+        return {"type": "number", "description": "a number (an amount in the record's own unit)"}
+    if isinstance(part, DateAnswer):
+        return {"type": "string", "format": "date", "description": "a date, YYYY-MM-DD"}
+    if isinstance(part, TimeAnswer):
+        if part.end is None:
+            return {"type": "string", "pattern": r"^\d{1,2}:\d{2}$", "description": "a time of day, HH:MM (24-hour)"}
+        clock = {"type": "string", "pattern": r"^\d{1,2}:\d{2}$"}
+        return {"type": "object", "properties": {"start": clock, "end": clock}, "required": ["start", "end"],
+                "additionalProperties": False, "description": "a time range, {\"start\": HH:MM, \"end\": HH:MM}"}
     if isinstance(part, YesNo):
-        return f"answer says {'yes' if part.value else 'no'}" + (f" ({part.label})" if part.label else "")
-    if isinstance(part, Entities):
-        return f"answer names {part.label or ', '.join(aliases[0] for aliases in part.expected) or 'no candidate'}"
-    return f"answer states {part.label + ': ' if part.label else ''}{_want(part)}"
+        return {"type": "boolean", "description": "true for yes, false for no"}
+    return {"type": "array", "items": {"type": "string"}, "uniqueItems": True,
+            "description": "every entity the question asks for, each by its id or its exact name"}
 
 
-def _want(part: Number | Count | DateAnswer | TimeAnswer) -> str:
+def answer_schema(parts: list[AnswerPart]) -> dict[str, Any]:
+    """The JSON schema of `submit_answer`'s `answer` for these parts: the part's own for one, an object for several."""
+    if len(parts) == 1:
+        return _part_schema(parts[0])
+    keys = part_keys(parts)
+    return {"type": "object", "properties": {k: _part_schema(p) for k, p in zip(keys, parts)},
+            "required": keys, "additionalProperties": False}
+
+
+def _part_words(part: AnswerPart) -> str:
+    return str(_part_schema(part)["description"])
+
+
+def describe_answer(parts: list[AnswerPart]) -> str:
+    """One sentence an agent reads to know what to submit (it names types, never values)."""
+    if len(parts) == 1:
+        return f"Answer by calling submit_answer once, with `answer`: {_part_words(parts[0])}."
+    fields = "; ".join(f'"{k}": {_part_words(p)}' for k, p in zip(part_keys(parts), parts))
+    return f"Answer by calling submit_answer once, with `answer`: an object with {fields}."
+
+
+_NUMBER_TEXT_RE = re.compile(r"[$€£]?\s*-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
+
+
+def _number(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise SubmissionError(f"{what}: expected a number, got {type(value).__name__} {value!r}")
+    if isinstance(value, str):
+        text = value.strip()
+        if not _NUMBER_TEXT_RE.fullmatch(text):
+            raise SubmissionError(f"{what}: {value!r} is not a number (write digits, e.g. 1250.5)")
+        value = float(re.sub(r"[$€£,\s]", "", text))
+    number = float(value)
+    if number != number or number in (float("inf"), float("-inf")):
+        raise SubmissionError(f"{what}: {value!r} is not a finite number")
+    return number
+
+
+def _clock(value: Any, what: str) -> str:
+    match = re.fullmatch(r"(\d{1,2}):(\d{2})(?::00)?", value.strip()) if isinstance(value, str) else None
+    if match is None or int(match[1]) > 23 or int(match[2]) > 59:
+        raise SubmissionError(f"{what}: expected a time of day as HH:MM (24-hour), got {value!r}")
+    return f"{int(match[1]):02d}:{match[2]}"
+
+
+def _name(value: str) -> str:
+    """How entity names compare: Unicode-normalized (NFKC: compatibility forms, not other scripts), case-folded,
+    spaces collapsed. A Cyrillic "а" stays a different letter from a Latin "a"."""
+    return " ".join(unicodedata.normalize("NFKC", value).casefold().split())
+
+
+def _read_part(part: AnswerPart, value: Any, what: str) -> Any:
+    """A submitted value as the part's canonical value; SubmissionError when it is not of the part's type."""
+    if isinstance(part, Count):
+        number = _number(value, what)
+        if not number.is_integer():
+            raise SubmissionError(f"{what}: expected a whole count, got {value!r}")
+        return int(number)
+    if isinstance(part, Number):
+        return _number(value, what)
+    if isinstance(part, DateAnswer):
+        try:
+            if not isinstance(value, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value.strip()):
+                raise ValueError
+            return datetime.date.fromisoformat(value.strip())
+        except ValueError:
+            raise SubmissionError(f"{what}: expected a date as YYYY-MM-DD, got {value!r}") from None
+    if isinstance(part, TimeAnswer):
+        if part.end is None:
+            return _clock(value, what)
+        if isinstance(value, str) and value.count("-") == 1:
+            value = dict(zip(("start", "end"), value.split("-")))
+        elif isinstance(value, list) and len(value) == 2:
+            value = dict(zip(("start", "end"), value))
+        if not isinstance(value, dict) or set(value) != {"start", "end"}:
+            raise SubmissionError(f"{what}: expected a range {{\"start\": \"HH:MM\", \"end\": \"HH:MM\"}}, "
+                                  f"got {value!r}")
+        return (_clock(value["start"], f"{what}.start"), _clock(value["end"], f"{what}.end"))
+    if isinstance(part, YesNo):
+        if isinstance(value, bool):
+            return value
+        words = {"yes": True, "true": True, "no": False, "false": False}
+        if isinstance(value, str) and value.strip().lower() in words:
+            return words[value.strip().lower()]
+        raise SubmissionError(f"{what}: expected true or false, got {value!r}")
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not items or not all(isinstance(i, str) and i.strip() for i in items):
+        raise SubmissionError(f"{what}: expected a list of ids or names (strings), got {value!r}")
+    return frozenset(_name(i) for i in items)
+
+
+def read_submission(parts: list[AnswerPart], answer: Any) -> list[Any]:
+    """`answer` read into one canonical value per part, or SubmissionError saying what is wrong and where.
+
+    Accepted forms: a count as 8, 8.0 or "8"; a number as 12.5, "12.5" or "1,250.50"; an entity list or a
+    single id/name string; yes/no as a boolean or "yes"/"no"; a range as an object, a pair or "HH:MM-HH:MM".
+    With one part, the bare value or an object holding it under the part's key.
+    """
+    keys = part_keys(parts)
+    if len(parts) == 1:
+        if isinstance(answer, dict) and set(answer) == {keys[0]}:
+            answer = answer[keys[0]]
+        return [_read_part(parts[0], answer, "answer")]
+    if not isinstance(answer, dict):
+        raise SubmissionError(f"answer: expected an object with {', '.join(keys)}, got {type(answer).__name__}")
+    missing, unknown = [k for k in keys if k not in answer], [k for k in answer if k not in keys]
+    if missing or unknown:
+        said = (f"missing {', '.join(missing)}" if missing else "") + ("; " if missing and unknown else "") + (
+            f"unknown {', '.join(map(str, unknown))}" if unknown else "")
+        raise SubmissionError(f"answer: {said} (the keys are {', '.join(keys)})")
+    return [_read_part(p, answer[k], f"answer.{k}") for k, p in zip(keys, parts)]
+
+
+# --- the reference and its accepted forms ----------------------------------------------------------------------
+
+
+def _reference_value(part: AnswerPart) -> Any:
+    if isinstance(part, (Count, Number)):
+        return part.value
     if isinstance(part, DateAnswer):
         return part.value.isoformat()
     if isinstance(part, TimeAnswer):
-        return part.start + (f"-{part.end}" if part.end else "")
-    return _show_number(part.value)
+        return part.start if part.end is None else {"start": part.start, "end": part.end}
+    if isinstance(part, YesNo):
+        return part.value
+    return [aliases[0] for aliases in part.expected]
 
 
-def _unique(values: Iterable[T], same: Callable[[T, T], bool]) -> list[T]:
-    out: list[T] = []
-    for v in values:
-        if not any(same(v, o) for o in out):
-            out.append(v)
+def reference_submission(parts: list[AnswerPart]) -> Any:
+    """The correct submission in its plainest form (what the oracle submits)."""
+    if len(parts) == 1:
+        return _reference_value(parts[0])
+    return {k: _reference_value(p) for k, p in zip(part_keys(parts), parts)}
+
+
+def _forms(part: AnswerPart) -> list[Any]:
+    value = _reference_value(part)
+    if isinstance(part, Count):
+        return [value, float(value), str(value)]
+    if isinstance(part, Number):
+        return [value, str(value), f"{value:,.2f}", value + part.tolerance / 2]
+    if isinstance(part, TimeAnswer):
+        return [value] if part.end is None else [value, f"{part.start}-{part.end}", [part.start, part.end]]
+    if isinstance(part, YesNo):
+        return [value, "yes" if value else "no"]
+    if isinstance(part, Entities):
+        forms: list[Any] = [value]
+        for i in range(max(len(a) for a in part.expected)):  # each alias in turn, and in other cases and order
+            forms.append([aliases[i % len(aliases)] for aliases in reversed(part.expected)])
+        forms.append([a[0].upper() for a in part.expected])
+        if len(part.expected) == 1:
+            forms.append(part.expected[0][-1])
+        return forms
+    return [value]
+
+
+def accepted_forms(parts: list[AnswerPart]) -> list[Any]:
+    """Correct submissions in every form a part accepts (each must pass: the audit and tests play them)."""
+    keys = part_keys(parts)
+    per_part = [_forms(p) for p in parts]
+    out: list[Any] = []
+    for i in range(max(len(f) for f in per_part)):
+        chosen = [forms[i % len(forms)] for forms in per_part]
+        out.append(chosen[0] if len(parts) == 1 else dict(zip(keys, chosen)))
+    if len(parts) == 1:
+        out.append({keys[0]: per_part[0][0]})
     return out
 
 
-def _value_check(name: str, want: list[T], found: list[T], excused: list[T], same: Callable[[T, T], bool],
-                 show: Callable[[T], str], what: str, wanted: str) -> Check:
-    """Every wanted value stated, and no other value unless excused (an echo of the instruction, or allowed)."""
-    found = _unique(found, same)
-    missing = [w for w in want if not any(same(w, f) for f in found)]
-    extra = [f for f in found if not any(same(f, x) for x in [*want, *excused])]
-    if not found:
-        return Check(name=name, passed=False, detail=f"expected {wanted}; found no {what}")
-    stated = ", ".join(map(show, found))
-    if missing or extra:
-        return Check(name=name, passed=False, detail=f"expected {wanted}; the answer states {stated}")
-    excused_found = [f for f in found if not any(same(f, w) for w in want)]
-    also = f" (and {', '.join(map(show, excused_found))}: echoed or allowed)" if excused_found else ""
-    return Check(name=name, passed=True, detail=f"states {wanted}{also}")
+# --- judging ---------------------------------------------------------------------------------------------------
 
 
-_YES_RE = re.compile(r"\b(?:yes|yeah|yep|yup|correct|indeed|sure|it is|it's|it does)\b(?!\s+(?:not|no|never)\b)",
-                     re.I)
-_NO_RE = re.compile(r"\b(?:no|nope|not|never|cannot|nah)\b|\b\w+n't\b", re.I)
+def _show(value: Any) -> str:
+    if isinstance(value, frozenset):
+        return "{" + ", ".join(sorted(value)) + "}"
+    if isinstance(value, tuple):
+        return "-".join(value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
-def _yes_no(part: YesNo, text: str) -> Check:
-    """Polarity of the first clause: "No, it's delayed" is no; "It is not on time" is no; both or neither fails."""
-    name = _part_name(part)
-    clause = _CLAUSE_RE.split(text.strip(), maxsplit=1)[0]
-    yes = [m for m in _YES_RE.finditer(clause) if not _negated(clause, m.start())]
-    no = _NO_RE.search(clause)
-    if bool(yes) == bool(no):
-        return Check(name=name, passed=False, detail=f"no clear yes or no in {clause.strip()!r}")
-    said = bool(yes)
-    return Check(name=name, passed=said == part.value,
-                 detail=f"expected {'yes' if part.value else 'no'}; the answer says {'yes' if said else 'no'}")
+def _matches(part: AnswerPart, got: Any) -> tuple[bool, str]:
+    """Whether a canonical value is the part's expected one, and the expected value in words (for the trainer)."""
+    if isinstance(part, Number):
+        return abs(got - part.value) <= part.tolerance + 1e-9, f"{_show(part.value)} ± {part.tolerance:g}"
+    if isinstance(part, Entities):
+        remaining = [{_name(a) for a in aliases} for aliases in part.expected]
+        unmatched = set(got)
+        for name in got:  # each submitted name must be an alias of exactly one expected entity, each entity named
+            owners = [i for i, aliases in enumerate(remaining) if name in aliases]
+            if len(owners) == 1:
+                unmatched.discard(name)
+        covered = all(any(n in aliases for n in got) for aliases in remaining)
+        return covered and not unmatched, "{" + ", ".join(a[0] for a in part.expected) + "}"
+    want = _read_part(part, _reference_value(part), "reference")
+    return got == want, _show(want)
 
 
-
-def _candidates(part: Entities, ctx: AnswerContext) -> list[str] | None:
-    """The wrong candidates: listed, or every value of a start-state column (None when it can't be resolved).
-
-    Expected aliases are never wrong candidates.
-    """
-    if isinstance(part.among, str):
-        if ctx.resolve is None:
-            return None
-        among = [str(v) for v in ctx.resolve(part.among) if v is not None]
-    else:
-        among = part.among
-    expected = {_key(a) for aliases in part.expected for a in aliases}
-    return [c for c in dict.fromkeys(among) if c.strip() and _key(c) not in expected]
-
-
-def _entities(part: Entities, candidates: list[str] | None, text: str, instruction: str) -> Check:
-    """Every expected entity named (un-negated unless `negated_ok`), and no wrong candidate named un-negated."""
-    name = _part_name(part)
-    if candidates is None:  # failing beats silently checking against no candidates at all
-        return Check(name=name, passed=False, detail=f"cannot resolve {part.among!r}: the context has no resolver")
-    mentions = _mentions(text, [a for aliases in part.expected for a in aliases] + candidates)
-    problems = []
-    for aliases in part.expected:
-        keys = {_key(a) for a in aliases}
-        said = [m for m in mentions if m.name in keys]
-        if not any(part.negated_ok or not m.negated for m in said):
-            problems.append(f"{text[said[0].start:said[0].end]!r} is negated" if said else
-                            f"does not name {aliases[0]}")
-    # A candidate the user wrote is an echo, but only when it came from the database: an explicit `among` is the
-    # author's list of wrong picks ("Cedar or Oak?" answered "Cedar or Oak" hedges, it does not echo).
-    echoes_ok = isinstance(part.among, str)
-    wrong = {_key(c): c for c in candidates if not (echoes_ok and _finds(c, instruction))}
-    named_wrong = list(dict.fromkeys(wrong[m.name] for m in mentions if m.name in wrong and not m.negated))
-    if named_wrong:
-        problems.append(f"names wrong candidates: {', '.join(named_wrong)}")
-    return Check(name=name, passed=not problems, detail="; ".join(problems) or "names " + ", ".join(
-        text[m.start:m.end] for m in mentions if not m.negated and m.name not in wrong))
-
-
-def _length(answer: str | None, ctx: AnswerContext) -> Check:
-    size = len(answer or "")
-    return Check(name=f"answer at most {ctx.max_chars} characters",
-                 passed=bool((answer or "").strip()) and size <= ctx.max_chars,
-                 detail=f"{size} characters; the cap is {ctx.max_chars}" if (answer or "").strip() else "no answer")
-
-
-def check_answer(answer: str | None, parts: list[AnswerPart], ctx: AnswerContext) -> list[Check]:
-    """One check per part, then the length check. Every failing check says what was expected and what was found."""
-    text = (answer or "").strip()
-    if not text:
-        return [*(Check(name=_part_name(p), passed=False, detail="no answer") for p in parts), _length(answer, ctx)]
-    candidates = {id(p): _candidates(p, ctx) for p in parts if isinstance(p, Entities)}
-    names = [n for p in parts if isinstance(p, Entities)
-             for n in [*(a for aliases in p.expected for a in aliases), *(candidates[id(p)] or [])]]
-    said, echo = _Reading(text, names), _Reading(ctx.instruction, names)
+def judge_answer(parts: list[AnswerPart], submitted: list[Any]) -> list[Check]:
+    """One check per part: the canonical submitted value against the expected one, exactly (numbers within
+    tolerance, entities as a set). Details name expected values: they reach only token holders (sealed verdicts)."""
     checks = []
-    for part in parts:
-        others = [q for q in parts if q is not part]
-        name = _part_name(part)
-        if isinstance(part, (Number, Count)):
-            tolerance = part.tolerance if isinstance(part, Number) else 1e-9
-            hint = part.value if isinstance(part, Count) else None
-            excused = [*echo.numbers(), *part.allow,
-                       *(v for q in others if isinstance(q, (Number, Count)) for v in (q.value, *q.allow))]
-            def close(a: float, b: float, t: float = tolerance) -> bool:
-                return abs(a - b) <= t + 1e-9
-
-            checks.append(_value_check(name, [float(part.value)], said.numbers(hint), excused, close, _show_number,
-                                       "count" if isinstance(part, Count) else "number", _want(part)))
-        elif isinstance(part, DateAnswer):
-            year = part.value.year
-            excused_dates = [*echo.dates(year), *part.allow,
-                             *(d for q in others if isinstance(q, DateAnswer) for d in (q.value, *q.allow))]
-            checks.append(_value_check(name, [part.value], said.dates(year), excused_dates, lambda a, b: a == b,
-                                       datetime.date.isoformat, "date", _want(part)))
-        elif isinstance(part, TimeAnswer):
-            want = [part.start] + ([part.end] if part.end else [])
-            excused_times = [*echo.times, *part.allow,
-                             *(t for q in others if isinstance(q, TimeAnswer) for t in (q.start, q.end, *q.allow) if t)]
-            checks.append(_value_check(name, want, said.times, excused_times, lambda a, b: a == b, str, "time",
-                                       _want(part)))
-        elif isinstance(part, YesNo):
-            checks.append(_yes_no(part, said.text))
-        else:
-            checks.append(_entities(part, candidates[id(part)], said.text, echo.text))
-    return [*checks, _length(answer, ctx)]
-
-
-# --- refusals ----------------------------------------------------------------------------------------------------
-
-_REFUSAL_RE = re.compile(
-    r"\b(?:cannot|can'?t|can not|couldn'?t|could not|unable|won'?t be able|will not be able|refuse[sd]?|declined?"
-    r"|(?:not|isn'?t|aren'?t|wasn'?t) (?:able|possible|allowed|permitted|eligible)|ineligible|must not|may not"
-    r"|can only|only\s+(?:[\w'-]+\s+){0,4}?(?:can|may))\b",
-    re.I)
-_DONE_VERBS = (r"cancell?ed|refunded|processed|updated|changed|booked|rebooked|moved|issued|applied|closed|deleted"
-               r"|removed|transferred|completed|submitted|reassigned|assigned|added|granted|approved|unfrozen"
-               r"|rescheduled|scheduled|placed|created|upgraded|downgraded|reopened|merged")
-_SUCCESS_RE = re.compile(
-    rf"^\W*(?:done|all set|completed|success)\b|\bsuccessfully\b"
-    rf"|\bi(?:'ve| have)?\s+(?:now\s+|just\s+|already\s+|also\s+|gone ahead and\s+|went ahead and\s+)?"
-    rf"(?:{_DONE_VERBS})\b", re.I)
-
-
-def refusal_checks(answer: str | None, reason_cues: Sequence[str], other_cues: Sequence[str],
-                   ctx: AnswerContext) -> list[Check]:
-    """A correct refusal's answer: it says no, gives this task's reason, cites no other rule, and is short.
-
-    Other cues that are (in) a reason cue, or that the instruction itself mentions, are not counted against it.
-    """
-    names = ("answer refuses", "gives this task's reason", "cites no other rule")
-    text = _normalize((answer or "").strip())
-    if not text:
-        return [*(Check(name=n, passed=False, detail="no answer") for n in names), _length(answer, ctx)]
-    refusal, claim = _REFUSAL_RE.search(text), _SUCCESS_RE.search(text)
-    if claim:
-        refuses = Check(name=names[0], passed=False, detail=f"claims to have done it: {claim[0].strip()!r}")
-    else:
-        refuses = Check(name=names[0], passed=refusal is not None,
-                        detail=f"says {refusal[0]!r}" if refusal else "no refusal phrase (cannot, unable, ...)")
-    reasons = [c for c in reason_cues if _finds(c, text)]
-    reason = Check(name=names[1], passed=bool(reasons),
-                   detail=f"mentions {', '.join(reasons)}" if reasons else
-                   f"mentions none of: {', '.join(reason_cues) or '(no reason cues)'}")
-    instruction = _normalize(ctx.instruction)
-    rest = _mask(text, ((m.start, m.end) for m in _mentions(text, reason_cues)))
-    others = {_key(c): c for c in other_cues
-              if not any(_finds(c, _normalize(r).lower()) for r in reason_cues) and not _finds(c, instruction)}
-    cited = list(dict.fromkeys(others[m.name] for m in _mentions(rest, others) if m.name in others))
-    other = Check(name=names[2], passed=not cited, detail=f"cites {', '.join(cited)}" if cited else "")
-    return [refuses, reason, other, _length(answer, ctx)]
+    for key, part, got in zip(part_keys(parts), parts, submitted):
+        ok, want = _matches(part, got)
+        checks.append(Check(name=f"answer {key}", passed=ok, detail=f"submitted {_show(got)}; expected {want}",
+                            group="answer"))
+    return checks

@@ -131,7 +131,7 @@ def world_audit(paths: tuple[str, ...], task_ids: tuple[str, ...], json_path: st
       mcpworld world audit ./my_world --task refund-late --json audit.json
       mcpworld world audit airline shop --quiet
     """
-    from mcpworld.worlds.audit import audit
+    from mcpworld.worlds.audit import CHANCE_WARNING, audit
     from mcpworld.worlds.loader import resolve
     from mcpworld.worlds.runtime import WorldRuntime
 
@@ -193,6 +193,16 @@ def world_audit(paths: tuple[str, ...], task_ids: tuple[str, ...], json_path: st
             name = row["policy"] + (" (must pass)" if row["expected_pass"] else "")
             table.add_row(name, *cells)
         console.print(table)
+        chance = Table(title=f"{report.world}: chance levels (expected reward per task without doing the job)")
+        for column in ("kind", "tasks", "policy", "reward", "how"):
+            chance.add_column(column, justify="right" if column in ("tasks", "reward") else "left")
+        for c in report.chance:
+            level = f"{c.level:.3f}"
+            chance.add_row(c.kind, str(c.tasks), c.policy, f"[red]{level}[/red]" if c.level > CHANCE_WARNING
+                           else level, c.how)
+        console.print(chance)
+        for warning in report.warnings:
+            click.echo(f"{report.world}: chance level above 1 in 10: {warning}")
     failures = [(report.world, f) for report in reports for f in report.failures]
     for world_name, f in failures:
         click.echo(f"{world_name}: {f.task}: {f.policy}: {f.attempt + ': ' if f.attempt else ''}{f.detail}")

@@ -51,6 +51,8 @@ class StateDiff:
     """The changes an episode made, with helpers that turn expectations into named `Check`s."""
 
     tables: dict[str, TableDiff]
+    keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Each table's primary-key columns (how the reference comparison finds the row a generated id names)."""
 
     @property
     def is_empty(self) -> bool:

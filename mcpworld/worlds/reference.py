@@ -1,9 +1,11 @@
 """The reference as the oracle for the whole database: compare an episode's final state with the reference's.
 
 Both episodes start from the same template, so rows neither touched are equal by construction and only the
-two diffs need comparing: the same rows updated (to the same values), deleted, and inserted. Ids the world
-generated (`new_id`) become "a new PREFIX id" before comparing, so the order in which an agent created rows
-does not matter; a world's `free_fields` (free text judged by its own checks) are left out.
+two diffs need comparing: the same rows updated (to the same values), deleted, and inserted. An id the world
+generated (`new_id`) is replaced by what it names: the new row it is the key of, written out with its own
+links replaced the same way ("the new order of Alice's with the gift box"), so the order in which an agent
+created rows does not matter, but a note on Bob's new order is not one on Alice's. A world's `free_fields`
+(free text, judged by `freetext`) are left out.
 """
 
 from __future__ import annotations
@@ -41,30 +43,57 @@ class Canonical:
         return not any(t.updated or t.deleted or t.inserted for t in self.tables.values())
 
 
-def _canon_value(value: Any, generated: dict[str, str]) -> Any:
-    if isinstance(value, str):
-        if value in generated:
-            return f"<new {generated[value] or 'id'}>"
-        if "|" in value:  # a composite key string: map its parts
-            return "|".join(str(_canon_value(part, generated)) for part in value.split("|"))
-    return value
+class _Names:
+    """What each generated id stands for in one diff: "<new PREFIX table {its row, links named the same way}>"."""
 
+    def __init__(self, diff: StateDiff, generated: dict[str, str], free_fields: dict[str, tuple[str, ...]]):
+        self.generated, self.free_fields, self.keys = generated, free_fields, diff.keys
+        self.owner: dict[str, tuple[str, Row]] = {}  # generated id -> the inserted row it is the key of
+        for name, table in diff.tables.items():
+            for row in table.inserted:
+                for column in diff.keys.get(name, ()):
+                    if row.get(column) in generated:
+                        self.owner.setdefault(row[column], (name, row))
+        self.memo: dict[str, str] = {}
+        self.visiting: set[str] = set()
 
-def _comparable(row: Row, generated: dict[str, str], free: tuple[str, ...]) -> Row:
-    return {c: _canon_value(v, generated) for c, v in row.items() if c not in free}
+    def value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            if value in self.generated:
+                return self.name(value)
+            if "|" in value:  # a composite key string: map its parts
+                return "|".join(str(self.value(part)) for part in value.split("|"))
+        return value
+
+    def name(self, new_id: str) -> str:
+        plain = f"<new {self.generated[new_id] or 'id'}>"
+        if new_id in self.memo:
+            return self.memo[new_id]
+        if new_id not in self.owner or new_id in self.visiting:  # no row of its own, or a cycle of new rows
+            return plain
+        table, row = self.owner[new_id]
+        self.visiting.add(new_id)
+        body = self.row(row, table, skip=self.keys.get(table, ()))
+        self.visiting.discard(new_id)
+        self.memo[new_id] = f"{plain[:-1]} {table} {json.dumps(body, sort_keys=True, default=str)}>"
+        return self.memo[new_id]
+
+    def row(self, row: Row, table: str, skip: tuple[str, ...] = ()) -> Row:
+        drop = (*self.free_fields.get(table, ()), *skip)
+        return {c: self.value(v) for c, v in row.items() if c not in drop}
 
 
 def canonical(diff: StateDiff, generated: dict[str, str], free_fields: dict[str, tuple[str, ...]]) -> Canonical:
-    """`diff` with generated ids replaced by placeholders and free fields dropped."""
+    """`diff` with generated ids replaced by what they name and free fields dropped."""
+    names = _Names(diff, generated, free_fields)
     tables: dict[str, TableState] = {}
     for name, table in diff.tables.items():
-        free = free_fields.get(name, ())
         state = TableState()
         for change in table.updated:
-            state.updated[str(_canon_value(change["key"], generated))] = _comparable(change["after"], generated, free)
-        state.deleted = {str(_canon_value(k, generated)) for k in table.deleted_keys}
+            state.updated[str(names.value(change["key"]))] = names.row(change["after"], name)
+        state.deleted = {str(names.value(k)) for k in table.deleted_keys}
         for row in table.inserted:
-            comparable = _comparable(row, generated, free)
+            comparable = names.row(row, name)
             text = json.dumps(comparable, sort_keys=True, default=str)
             state.inserted[text] += 1
             state.shown[text] = comparable

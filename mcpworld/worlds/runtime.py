@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.pool import StaticPool
@@ -28,11 +28,21 @@ from mcpworld.core.models import Check, TaskInfo, ToolCall, Verdict
 from mcpworld.core.tools import ArgumentError, ToolSpec, build_tool, to_jsonable
 from mcpworld.core.workers import id_tag
 from mcpworld.worlds.diff import Row, StateDiff, TableDiff, diff_rows, row_key
+from mcpworld.worlds.freetext import FreeTextContext, free_text_checks, sensitive_values, written
 from mcpworld.worlds.reference import Canonical, canonical, reference_check
+from mcpworld.worlds.submissions import (
+    DECLINE,
+    SUBMISSION_TOOLS,
+    SUBMIT_ANSWER,
+    Submission,
+    answer_checks,
+    decline_checks,
+    state_checks,
+    submit,
+    task_note,
+    tool_definitions,
+)
 from mcpworld.worlds.world import Outcome, Task, ToolError, World
-
-if TYPE_CHECKING:
-    from mcpworld.worlds.answers import AnswerContext
 
 CHANGES_TABLE = "_mcpworld_changes"
 MAX_REFERENCES = 4096  # cached reference end states, per (task, seed)
@@ -137,6 +147,7 @@ class Episode:
     session: WorldSession | None = None  # one per episode: its identity map spares repeated reads a query
     changes_seen: int = 0  # the connection's write counter when its session's rows were last known current
     generated: dict[str, str] = field(default_factory=dict)  # ids `new_id` made in this episode -> prefix
+    submission: Submission | None = None  # the episode's one submit_answer or decline
     _serving: int = 0  # calls in progress (a blocking one may outlive its caller's timeout)
     _serving_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -185,6 +196,8 @@ class WorldRuntime:
             spec = build_tool(fn)
             if spec.name in self.tools:
                 raise ValueError(f"world {world.name}: duplicate tool name {spec.name!r}")
+            if spec.name in SUBMISSION_TOOLS:
+                raise ValueError(f"world {world.name}: tool name {spec.name!r} is the runtime's own (submissions)")
             self.tools[spec.name] = spec
         self.tasks: dict[str, Task] = {}
         for task in world.tasks:
@@ -199,6 +212,7 @@ class WorldRuntime:
         self._failed: dict[str | None, BaseException] = {}  # a seed or setup that raised: raised again, not rerun
         self._template_lock = threading.RLock()  # one build per template, whichever thread asks first
         self._references: dict[tuple[str, int | None], list[Canonical]] = {}  # (task, seed or None: any)
+        self._free_text: dict[str, FreeTextContext] = {}  # task id -> what its free text is judged against
         self.engine = engine_for(_ActiveConnection)
 
     # -- templates -------------------------------------------------------------------------------------
@@ -297,10 +311,17 @@ class WorldRuntime:
         )
 
     def call(self, episode: Episode, name: str, arguments: dict[str, Any] | None) -> CallResult:
-        """Run one tool in its own transaction: any error rolls back and comes back as a message."""
+        """Run one tool in its own transaction: any error rolls back and comes back as a message. The submission
+        tools (`submit_answer`, `decline`) record on the episode instead and touch no table."""
         spec = self.tools.get(name)
         if spec is None:
-            return CallResult(error=f"unknown tool {name!r}; available: {', '.join(sorted(self.tools))}")
+            if name in SUBMISSION_TOOLS:
+                episode.last_used = time.monotonic()
+                episode.calls += 1
+                value, error = submit(episode, self.world, name, arguments or {})
+                return CallResult(value=value, error=error)
+            names = sorted([*self.tools, *SUBMISSION_TOOLS])
+            return CallResult(error=f"unknown tool {name!r}; available: {', '.join(names)}")
         try:
             kwargs = spec.parse(arguments)
         except ArgumentError as exc:
@@ -370,7 +391,7 @@ class WorldRuntime:
             for table, keys in changed.items():
                 old = {k: before[table][k] for k in keys if k in before[table]}
                 tables[table] = diff_rows(old, self.read_rows(episode.conn, table, keys))
-        return StateDiff(tables)
+        return StateDiff(tables, self.primary_keys)
 
     def reference_states(self, task: Task, seed: int = 0) -> list[Canonical]:
         """The final states of the task's reference solution (and its alternatives), played once.
@@ -404,14 +425,12 @@ class WorldRuntime:
                 episode.close()
         return states
 
-    def answer_context(self, episode: Episode) -> AnswerContext:
-        """What typed answers and refusals are judged against: the instruction, the starting rows, the cap."""
-        from mcpworld.worlds.answers import AnswerContext
-
-        task = episode.task
-        return AnswerContext(instruction=task.instruction if task else "",
-                             resolve=lambda ref: self.column_values(episode.template, ref),
-                             max_chars=self.world.max_answer_chars)
+    @cached_property
+    def listed_tools(self) -> list[dict[str, Any]]:
+        """Every tool an agent of this world is given, as MCP definitions (name, title, description, inputSchema,
+        annotations): the domain tools, then `submit_answer` and `decline`. Every face lists these."""
+        domain = [spec.mcp_tool().model_dump(by_alias=True, exclude_none=True) for spec in self.tools.values()]
+        return domain + tool_definitions(self.world)
 
     def column_values(self, template: Template, ref: str) -> list[str]:
         """Every distinct value of "table.column" in a starting state, as strings (an answer's wrong candidates)."""
@@ -421,26 +440,68 @@ class WorldRuntime:
             raise KeyError(f"unknown table {table!r} in {ref!r}")
         return sorted({str(r[column]) for r in rows[table].values() if r.get(column) is not None})
 
-    def _answer_checks(self, episode: Episode, answer: str | None) -> list[Check]:
+    def free_text_context(self, task: Task) -> FreeTextContext:
+        """What `task`'s free text is judged against: the reference's texts and everything it read (played once)."""
+        made = self._free_text.get(task.id)
+        if made is not None:
+            return made
+        episode = self.fork(task.id, 0)
+        try:
+            results = [self.call(episode, step.name, step.arguments) for step in task.solution]
+            diff = self.diff(episode)
+        finally:
+            episode.close()
+        reference: dict[tuple[str, str], list[str]] = {}
+        for table, column, _, after in written(diff, self.world.free_fields):
+            reference.setdefault((table, column), []).append(str(after or ""))
+        seen = json.dumps([task.instruction, [r.value for r in results], diff.summary()], default=str,
+                          ensure_ascii=False)
+        made = FreeTextContext(instruction=task.instruction, reference=reference, known=seen.casefold(),
+                               sensitive=sensitive_values(self.initial_rows(self.template(task))))
+        self._free_text[task.id] = made
+        return made
+
+    def private_values(self, task: Task, template: Template) -> list[str]:
+        """The values a refusal of `task` must not reveal: its `private` items, columns resolved."""
+        out: list[str] = []
+        for item in task.private:
+            table, _, column = item.partition(".")
+            known = table in self.metadata.tables and column in self.metadata.tables[table].columns
+            out += self.column_values(template, item) if known else [item]
+        return out
+
+    def submission_checks(self, episode: Episode, answer: str | None = None) -> list[Check]:
+        """What the episode submitted, judged: a typed answer, a decline, or (state tasks) no decline. `answer`,
+        the final reply, is read only for what a refusal must not reveal (it can fail, never pass, an episode)."""
         task = episode.task
         assert task is not None
-        checks: list[Check] = []
-        if not task.expect and task.kind != "refusal":
-            return checks
-        from mcpworld.worlds.answers import check_answer, refusal_checks
-
-        ctx = self.answer_context(episode)
         if task.expect:
-            checks += check_answer(answer, list(task.expect), ctx)
+            return answer_checks(task, episode.submission)
         if task.kind == "refusal":
-            rule = self.world.rule(task.reason) if task.reason else None
-            if rule is None:
-                checks.append(Check(name="refusal has a reason", passed=False,
-                                    detail=f"task {task.id} names no rule in `reason`: it cannot be judged"))
-            else:
-                others = [c for r in self.world.rules if r.id != rule.id for c in r.cues]
-                checks += refusal_checks(answer, rule.cues, others, ctx)
-        return checks
+            if not task.reason:
+                return [Check(name="refusal has a reason", passed=False, group="decline",
+                              detail=f"task {task.id} names no rule in `reason`: it cannot be judged")]
+            return decline_checks(task, episode.submission, self.private_values(task, episode.template), answer)
+        return state_checks(episode.submission)
+
+    def instruction(self, task: Task) -> str:
+        """The instruction as every agent-facing surface gives it: the task's words, and for a question how to
+        submit its answer and of what type (never a value)."""
+        note = task_note(task)
+        return f"{task.instruction}\n\n{note}" if note else task.instruction
+
+    def solution(self, task: Task) -> list[ToolCall]:
+        """The reference solution an oracle plays: the task's calls, then its submission (the typed answer, or a
+        decline citing the task's rule with its reference answer as the message)."""
+        from mcpworld.worlds.answers import reference_submission
+
+        if task.expect:
+            return [*task.solution, ToolCall(name=SUBMIT_ANSWER,
+                                             arguments={"answer": reference_submission(list(task.expect))})]
+        if task.kind == "refusal" and task.reason:
+            return [*task.solution, ToolCall(name=DECLINE, arguments={"rule": task.reason,
+                                                                      "message": task.answer or ""})]
+        return list(task.solution)
 
     def task_checks(self, episode: Episode, answer: str | None, diff: StateDiff | None = None) -> list[Check]:
         """The task's own `verify` checks (none without one); a raising verifier fails with its error."""
@@ -478,19 +539,25 @@ class WorldRuntime:
         diff = self.diff(episode)
         agent = canonical(diff, episode.generated, self.world.free_fields)
         checks = [reference_check(agent, self.reference_states(task, episode.seed))]
-        checks += self._answer_checks(episode, answer)
-        checks += self.task_checks(episode, answer, diff)
+        checks += self.submission_checks(episode, answer)
+        if self.world.free_fields:
+            checks += free_text_checks(diff, self.world.free_fields, self.free_text_context(task))
+        checks += [c if c.group else c.model_copy(update={"group": "task check"})
+                   for c in self.task_checks(episode, answer, diff)]
         passed = sum(c.passed for c in checks)
         verdict = Verdict(passed=passed == len(checks), score=passed / len(checks), checks=checks)
         verdict.evidence["diff"] = to_jsonable(diff.summary())
         verdict.evidence["answer"] = answer
+        if episode.submission is not None:
+            verdict.evidence["submission"] = {"tool": episode.submission.tool, **episode.submission.arguments}
         return verdict
 
     def play(self, task_id: str, answer: str | None, calls: list[ToolCall] | None = None, seed: int = 0) -> Verdict:
-        """Judge `calls` (default: the task's reference solution) then `answer` on a fresh episode, as an agent's."""
+        """Judge `calls` (default: the task's reference solution, its submission included) then `answer` on a fresh
+        episode, as an agent's."""
         episode = self.fork(task_id, seed)
         try:
-            for step in self.tasks[task_id].solution if calls is None else calls:
+            for step in self.solution(self.tasks[task_id]) if calls is None else calls:
                 self.call(episode, step.name, step.arguments)
             return self.verify(episode, answer)
         finally:
@@ -515,11 +582,12 @@ class WorldRuntime:
         return "\n\n".join(ddl)
 
     def task_info(self, task: Task, reveal: bool = False) -> TaskInfo:
-        """What a client may know about a task; the reference (solution, answer, rubric) only when `reveal`."""
-        info = TaskInfo(id=task.id, instruction=task.instruction, split=task.split, difficulty=task.difficulty,
-                        kind=task.kind)
-        if reveal:
-            info.solution, info.answer, info.rubric = list(task.solution), task.answer, list(task.rubric)
+        """What a client may know about a task; its kind and reference (solution, answer, rubric) only when
+        `reveal`."""
+        info = TaskInfo(id=task.id, instruction=self.instruction(task), split=task.split, difficulty=task.difficulty)
+        if reveal:  # the kind too: knowing in advance that a task is a refusal is half of a free reward
+            info.kind, info.solution, info.answer = task.kind, self.solution(task), task.answer
+            info.rubric = list(task.rubric)
         return info
 
     @property

@@ -31,6 +31,7 @@ from mcpworld.core.episode_server import (
 from mcpworld.core.serving import CallTimeout, blocking_timeout, call_blocking
 from mcpworld.worlds.episodes import EpisodeError, EpisodeLimits, EpisodeManager, WorldUnavailable
 from mcpworld.worlds.runtime import CallResult, Episode, UnknownTask, WorldRuntime
+from mcpworld.worlds.submissions import SUBMISSION_TOOLS
 
 MAX_ARGUMENT_BYTES = 256 * 1024
 
@@ -59,17 +60,15 @@ _INTERACTIVE_TOOLS = [
     ),
     types.Tool(
         name="check_task",
-        description="Check the task you started: returns the verifier's verdict, its checks and the state diff. "
-        "Pass the `episode` handle start_task returned, and your final answer to the user when the task asked a "
-        "question.",
+        description="Finish the task you started and learn whether it passed (pass or fail only). This ends the "
+        "episode: each episode is judged once. Answer a question with submit_answer (or decline a forbidden "
+        "request with decline) first. Pass the `episode` handle start_task returned.",
         input_schema={
             "type": "object",
-            "properties": {"answer": {"type": ["string", "null"], "default": None},
-                           "episode": {"type": ["string", "null"], "default": None,
+            "properties": {"episode": {"type": ["string", "null"], "default": None,
                                        "description": "The handle start_task returned"}},
             "additionalProperties": False,
         },
-        annotations=types.ToolAnnotations(read_only_hint=True),
     ),
 ]
 
@@ -97,9 +96,8 @@ class WorldServer:
             version=world.version,
             title=world.title,
             description=world.description[:100],
-            instructions=f"{world.description}\n\nScenario: {world.scenario}" + (
-                f"\n\nPolicy (follow it even where a tool would allow an action):\n{self._policy}"
-                if world.rules else ""),
+            instructions=f"{world.description}\n\nScenario: {world.scenario}\n\n" + (
+                "Policy (follow it even where a tool would allow an action):\n" if world.rules else "") + self._policy,
             on_list_tools=self._list_tools,
             on_call_tool=self._route_call,
             on_list_prompts=self._list_prompts,
@@ -109,10 +107,10 @@ class WorldServer:
             on_read_resource=self._read_resource,
         )
         p.add_control_plane(self.server, self, {"world": world.name, "tasks": len(runtime.tasks)})
-        self._tools = [spec.mcp_tool() for spec in runtime.tools.values()]
-        if interactive:
+        self._tools = [types.Tool.model_validate(d) for d in runtime.listed_tools]
+        if interactive:  # for people and desktop clients only: a training server never lists them
             self._tools += _INTERACTIVE_TOOLS
-        self._domain = set(runtime.tools)
+        self._domain = set(runtime.tools) | SUBMISSION_TOOLS
         self._handle_tools = [t if t.name in _INTERACTIVE_NAMES else with_handle(t) for t in self._tools]
         schemas = {t.name: t.input_schema for t in self._tools}
         self.server.get_tool_input_schema = schemas.get  # the transport checks Mcp-Param-* headers without a listing
@@ -271,7 +269,7 @@ class WorldServer:
             except EpisodeError as exc:
                 return text_result(str(exc), error=True)
             return value_result({"episode": episode.id, "task": task_id,
-                                 "instruction": episode.task.instruction,  # type: ignore[union-attr]
+                                 "instruction": self.runtime.instruction(episode.task),  # type: ignore[arg-type]
                                  "note": f"pass \"{HANDLE_ARGUMENT}\": \"{episode.id}\" to check_task and to "
                                          "every tool call for this task"})
         try:
@@ -286,8 +284,10 @@ class WorldServer:
             return text_result(str(exc), error=True)
         if episode.task is None:
             return text_result("no task started: call start_task first", error=True)
-        verdict = self.runtime.verify(episode, arguments.get("answer"))
-        return value_result(verdict.model_dump())
+        verdict = self.runtime.verify(episode, None)
+        self.episodes.close(episode.id)  # judged once: the next check needs a new start_task
+        return value_result({"task": episode.task.id, "passed": verdict.passed,
+                             "note": "this episode is over; start_task starts a fresh one"})
 
     # -- prompts and resources -------------------------------------------------------------------------
 
@@ -303,7 +303,8 @@ class WorldServer:
             raise _bad_params(f"unknown task {params.name!r}")
         return types.GetPromptResult(
             description=f"{self.runtime.world.title}: task {task.id} ({task.difficulty})",
-            messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=task.instruction))],
+            messages=[types.PromptMessage(role="user", content=types.TextContent(
+                type="text", text=self.runtime.instruction(task)))],
         )
 
     def _uri(self, *parts: str) -> str:
@@ -401,7 +402,7 @@ class WorldServer:
         except EpisodeError as exc:
             raise MCPError(code=types.INVALID_REQUEST, message=str(exc)) from None
         started: dict[str, Any] = {"episode": episode.id, "task": task,
-                                   "instruction": episode.task.instruction if episode.task else "",
+                                   "instruction": self.runtime.instruction(episode.task) if episode.task else "",
                                    "policy": self._policy, "expiresInS": float(self.episodes.limits.ttl_s)}
         if task is None:
             del started["task"]
@@ -415,27 +416,33 @@ class WorldServer:
                 self.runtime.template(task)
 
     async def _verify(self, ctx: Any, params: p.VerifyParams) -> dict[str, Any]:
-        return self._judge(params.episode, params.answer, params.close)
+        return self._judge(params.episode, params.answer, params.token)
 
     async def _verify_wire(self, params: dict[str, Any]) -> dict[str, Any] | None:
         """`_verify` for params its model would take as they are (the transport's `wire_methods`)."""
-        episode, answer, close = params.get("episode"), params.get("answer"), params.get("close", False)
+        episode, answer, close = params.get("episode"), params.get("answer"), params.get("close", True)
+        token = params.get("token")
         if not params.keys() <= _VERIFY_KEYS or type(episode) is not str or type(close) is not bool or (
-                answer is not None and type(answer) is not str):
+                answer is not None and type(answer) is not str) or (token is not None and type(token) is not str):
             return None
-        return self._judge(episode, answer, close)
+        return self._judge(episode, answer, token)
 
-    def _judge(self, episode_id: str, answer: str | None, close: bool) -> dict[str, Any]:
-        """An episode's verdict: its `VerifyResult` as the wire carries it, built without the model."""
+    def _judge(self, episode_id: str, answer: str | None, token: str | None) -> dict[str, Any]:
+        """An episode's one verdict, which ends it: its `VerifyResult` as the wire carries it, built without the
+        model. Sealed (pass/fail per group, no details) unless the caller presents the registry token: the
+        details name expected values, and verify must never be an answer oracle."""
         episode = self._lookup(episode_id)
         try:
             verdict = self.runtime.verify(episode, answer)
         except UnknownTask as exc:
             raise _bad_params(f"cannot verify: {exc}") from None
-        closed = self.episodes.close(episode.id) if close else False
+        closed = self.episodes.close(episode.id)
+        sealed = not self.reveal.allows(token)
+        if sealed:
+            verdict = verdict.sealed()
         judged: dict[str, Any] = {"episode": episode.id, "task": episode.task.id if episode.task else None,
                                   "verdict": verdict.model_dump(by_alias=True, mode="json", exclude_none=True),
-                                  "closed": closed}
+                                  "closed": closed, "sealed": sealed}
         if judged["task"] is None:
             del judged["task"]
         return judged

@@ -130,7 +130,9 @@ class Task:
     - a `refusal` task names the world rule it must cite in `reason` (the id of one of `World.rules`);
     - `verify` adds hand-written checks for what a diff cannot see, and partial credit.
 
-    `alternatives` lists other reference solutions whose final states are equally correct.
+    `alternatives` lists other reference solutions whose final states are equally correct. The reference's
+    submission (`submit_answer` with the `expect` values, or `decline` citing `reason` with `answer` as the
+    message) is added by the runtime (`WorldRuntime.solution`): authors never write it.
     """
 
     id: str
@@ -146,6 +148,10 @@ class Task:
     expect: list[AnswerPart] = field(default_factory=list)
     reason: str | None = None
     alternatives: list[list[ToolCall]] = field(default_factory=list)
+    private: list[str] = field(default_factory=list)
+    """For a refusal: what neither the decline's message nor the final reply may reveal, stated in any form
+    (a number within 2%, a text case aside): each item a "table.column" of the world (every starting value of
+    that column: balances, titles) or a literal value ("7190", "vendor")."""
 
 
 @dataclass(frozen=True)
@@ -187,8 +193,12 @@ class World:
 
     @property
     def policy(self) -> str:
-        """The rules as a document the agent is given (and must follow even where the tools would not)."""
-        return "\n".join(f"- {r.text}" for r in self.rules)
+        """The rules as a document the agent is given (and must follow even where the tools would not), each
+        with the id a decline cites, and how an episode ends (a submission or a decline)."""
+        from mcpworld.worlds.submissions import HOW_TO_SUBMIT
+
+        rules = "\n".join(f"- [{r.id}] {r.text}" for r in self.rules)
+        return f"{rules}\n\n{HOW_TO_SUBMIT}" if rules else HOW_TO_SUBMIT
 
     def rule(self, rule_id: str) -> Rule:
         for r in self.rules:
