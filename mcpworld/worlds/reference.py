@@ -139,9 +139,9 @@ def reference_check(agent: Canonical, references: list[Canonical]) -> Check:
     """Pass when the agent's changes equal one reference's; the evidence is the first reference's differences."""
     found = [mismatches(agent, ref) for ref in references]
     if any(not m for m in found):
-        return Check(name="final state matches the reference", passed=True)
+        return Check(name="final state matches the reference", passed=True, group="final state")
     lines = found[0]
     detail = "; ".join(lines)
     if len(detail) > MAX_DETAIL:
         detail = detail[:MAX_DETAIL] + f"… ({len(lines)} differences)"
-    return Check(name="final state matches the reference", passed=False, detail=detail)
+    return Check(name="final state matches the reference", passed=False, detail=detail, group="final state")
