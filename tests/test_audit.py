@@ -1,4 +1,4 @@
-"""`mcpworld world audit`: wrong policies must fail every task; the audit names the ones that get through."""
+"""`mcpworld world audit`: attacks generated from each task must fail; the audit names the ones that get through."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import pytest
 from click.testing import CliRunner
 
 from mcpworld.app.cli import main
-from mcpworld.worlds.audit import AuditReport, audit, paraphrases, shift_numbers
+from mcpworld.worlds.audit import AuditReport, audit
 from mcpworld.worlds.loader import load_world
 from mcpworld.worlds.runtime import UnknownTask, WorldRuntime
 
-# A tiny fruit stall. Honest tasks: `restock` (state), `count-stocked` (a Count answer), `refuse-plum` (a refusal,
-# two rules). Deliberately weak: `note-pear` lets a free-text column the user dictated through (the note is in
-# `free_fields` and the verifier only checks that the row changed), and `top-fruit` is an answer task with no
-# typed `expect`, judged by a substring check, so listing every fruit passes.
+# A tiny fruit stall. Honest tasks: `restock` (state), `note-pear` (free text the user dictated), `count-stocked`
+# (a Count answer), `refuse-plum` (a refusal, two rules). Deliberately weak: `restock-pear` lists an empty
+# alternative solution (doing nothing is "equally correct"), and `top-fruit` is an answer task with no typed
+# `expect`, which cannot be judged: its reference fails.
 WORLD = '''
 from sqlmodel import Field, select
 
@@ -82,6 +82,8 @@ TASKS = [
          solution=[call("list_items")], answer="3 kinds are in stock.", expect=[Count(value=3)]),
     Task(id="top-fruit", kind="answer", instruction="Which fruit do we have the most of?",
          solution=[call("list_items")], answer="Fig.", verify=lambda o: "fig" in (o.answer or "").lower()),
+    Task(id="restock-pear", instruction="Set the stock of pear to 6.", solution=[call("set_qty", item_id="pear", qty=6)],
+         alternatives=[[]]),
     Task(id="refuse-plum", kind="refusal", instruction="Restock the plum: set item plum to 4.",
          solution=[call("set_qty", item_id="plum", qty=4)], reason="discontinued",
          answer="I cannot restock Plum: it is discontinued."),
@@ -94,7 +96,7 @@ world = World(name="stall", title="Stall", description="A fruit stall.", scenari
                      Rule("no-negative", "Stock cannot go below zero.", ("negative", "below zero"))])
 '''
 
-HONEST = ["restock", "count-stocked", "refuse-plum"]
+HONEST = ["restock", "note-pear", "count-stocked", "refuse-plum"]
 
 
 @pytest.fixture(scope="module")
@@ -118,60 +120,73 @@ def result(report: AuditReport, task: str, policy: str):  # type: ignore[no-unty
 
 def test_failures_are_exactly_the_planted_holes(report: AuditReport) -> None:
     failing = {(f.task, f.policy) for f in report.failures}
-    assert ("note-pear", "perturbed-args") in failing
-    assert {("top-fruit", p) for p in ("db-spam", "read-spam", "crawler")} <= failing
-    assert {t for t, _ in failing} == {"note-pear", "top-fruit"}  # the honest tasks have no hole
+    assert ("restock-pear", "noop") in failing
+    assert ("top-fruit", "reference") in failing  # an answer nobody typed fails even its reference
+    assert {t for t, _ in failing} == {"restock-pear", "top-fruit"}  # the honest tasks have no hole
     assert not report.ok
 
 
-def test_free_field_hole_is_named_with_the_attempt(report: AuditReport) -> None:
-    hole = result(report, "note-pear", "perturbed-args")
+def test_a_hole_is_named_with_the_attempt(report: AuditReport) -> None:
+    hole = result(report, "restock-pear", "noop")
     assert hole.passed and not hole.expected_pass
-    assert "user-given note=" in hole.attempt  # the note the user dictated, changed, still passes
-    assert "final state matches the reference" in hole.detail
-    # the other argument, and the other tasks' perturbations, are caught by the reference comparison
+    assert hole.attempt == "no calls, no answer" and "final state matches the reference" in hole.detail
+    unjudged = result(report, "top-fruit", "reference")
+    assert not unjudged.passed and "answer task has a typed answer" in unjudged.detail
+
+
+def test_dictated_free_text_is_held_to_its_words(report: AuditReport) -> None:
+    """Before typed verdicts, changing the note the user dictated passed (free fields were not judged)."""
+    perturbed = result(report, "note-pear", "perturbed-args")
+    assert not perturbed.passed and perturbed.attempts >= 2
+    assert not result(report, "note-pear", "free-text").passed
     assert not result(report, "restock", "perturbed-args").passed
     assert result(report, "restock", "perturbed-args").attempts >= 3  # item_id twice (x-suffix, other id), qty
 
 
-def test_honest_answer_task_rejects_every_wrong_policy_and_accepts_paraphrases(report: AuditReport) -> None:
+def test_honest_answer_task_rejects_every_generated_value_and_accepts_every_form(report: AuditReport) -> None:
     mine = [r for r in report.results if r.task == "count-stocked"]
     wrong = [r for r in mine if not r.expected_pass]
-    assert {r.policy for r in wrong} >= {"noop", "echo", "db-spam", "read-spam", "crawler", "wrong-answer",
-                                         "collateral", "random", "stuffed-refusal"}
+    assert {r.policy for r in wrong} >= {"noop", "no-submission", "wrong-value", "second-submission",
+                                         "needless-decline", "collateral", "random"}
     assert not [r for r in wrong if r.passed]
     assert result(report, "count-stocked", "reference").passed
-    para = result(report, "count-stocked", "paraphrase")
-    assert para.passed and para.attempts >= 3
-    # db-spam's qty column "0, 1, 2, 3" contains the right count: only the typed check stops it
-    assert result(report, "count-stocked", "db-spam").attempts >= 4
+    forms = result(report, "count-stocked", "accepted-forms")
+    assert forms.passed and forms.attempts >= 4  # 3, 3.0, "3", {"count": 3}
+    # 1, 2, 4, 5, 0 and the stock levels the read returned
+    assert result(report, "count-stocked", "wrong-value").attempts >= 5
 
 
 def test_honest_refusal_with_two_rules(report: AuditReport) -> None:
-    wrong_reason = result(report, "refuse-plum", "wrong-reason")
-    assert not wrong_reason.passed and wrong_reason.attempts == 1  # one other rule
-    assert not result(report, "refuse-plum", "stuffed-refusal").passed
-    assert not result(report, "refuse-plum", "generic-refusal").passed
+    other = result(report, "refuse-plum", "other-rule")
+    assert not other.passed and other.attempts == 1  # one other rule
+    assert not result(report, "refuse-plum", "claiming-decline").passed
+    assert not result(report, "refuse-plum", "no-submission").passed
     assert result(report, "refuse-plum", "reference").passed
     assert not [r for r in report.results if r.task == "refuse-plum" and not r.ok]
 
 
 def test_table_counts_passes_per_policy_and_kind(report: AuditReport) -> None:
     rows = {r["policy"]: r for r in report.table()}
-    assert list(rows)[:3] == ["reference", "paraphrase", "noop"]
-    assert rows["reference"] == {"policy": "reference", "expected_pass": True, "answer": "2/2", "state": "2/2",
-                                 "refusal": "1/1", "total": "5/5", "ok": True}
-    assert rows["perturbed-args"]["state"] == "1/2" and rows["perturbed-args"]["ok"] is False
-    assert rows["db-spam"]["answer"] == "1/2"
-    assert rows["wrong-reason"]["refusal"] == "0/1" and rows["wrong-reason"]["state"] == "-"
-    assert rows["noop"]["total"] == "0/5" and rows["noop"]["ok"] is True
-    assert rows["paraphrase"]["answer"] == "1/1"  # only tasks with typed `expect` get paraphrases
+    assert list(rows)[:3] == ["reference", "accepted-forms", "noop"]
+    assert rows["reference"] == {"policy": "reference", "expected_pass": True, "answer": "1/2", "state": "3/3",
+                                 "refusal": "1/1", "total": "5/6", "ok": False}
+    assert rows["noop"]["state"] == "1/3" and rows["noop"]["ok"] is False
+    assert rows["other-rule"]["refusal"] == "0/1" and rows["other-rule"]["state"] == "-"
+    assert rows["accepted-forms"]["answer"] == "1/1"  # only tasks with typed `expect` have forms
+
+
+def test_chance_levels(report: AuditReport) -> None:
+    chance = {(c.kind, c.policy): c for c in report.chance}
+    assert chance[("answer", "constant")].level == 0.5  # "3" answers count-stocked; top-fruit takes nothing
+    assert chance[("refusal", "constant")].level == 1.0 and chance[("refusal", "random")].level == 0.5
+    assert chance[("state", "constant")].level == pytest.approx(1 / 3)  # the planted empty alternative
+    assert any(w.startswith("refusal: random earns 0.50") for w in report.warnings)
 
 
 def test_json_shape_and_determinism(world_path: Path, report: AuditReport) -> None:
     data = json.loads(report.to_json())
-    assert set(data) == {"world", "ok", "tasks", "table", "failures", "results"}
-    assert data["world"] == "stall" and data["ok"] is False and len(data["tasks"]) == 5
+    assert set(data) == {"world", "ok", "tasks", "table", "chance", "warnings", "failures", "results"}
+    assert data["world"] == "stall" and data["ok"] is False and len(data["tasks"]) == 6
     assert set(data["results"][0]) == {"task", "kind", "policy", "passed", "expected_pass", "attempts", "detail",
                                        "attempt"}
     assert len(data["failures"]) == len(report.failures)
@@ -184,25 +199,9 @@ def test_task_selection_and_unknown_task(world_path: Path) -> None:
     seen: list[tuple[int, int, str]] = []
     clean = audit(runtime, HONEST, on_progress=lambda *a: seen.append(a))
     assert clean.ok, [f"{f.task}: {f.policy}: {f.detail}" for f in clean.failures]
-    assert seen == [(1, 3, "restock"), (2, 3, "count-stocked"), (3, 3, "refuse-plum")]
+    assert seen == [(1, 4, "restock"), (2, 4, "note-pear"), (3, 4, "count-stocked"), (4, 4, "refuse-plum")]
     with pytest.raises(UnknownTask):
         audit(runtime, ["nope"])
-
-
-def test_paraphrases_and_wrong_numbers() -> None:
-    from mcpworld.worlds.answers import Count, DateAnswer, Entities, Number, TimeAnswer
-    from mcpworld.worlds.world import Task
-
-    def said(*parts):  # type: ignore[no-untyped-def]
-        return paraphrases(Task(id="t", instruction="", answer="ref", expect=list(parts)))
-
-    assert said(Count(value=8)) == ["8", "eight", "The answer is 8."]
-    assert said(Number(value=450)) == ["450", "450.00", "$450.00 in total"]
-    assert said(DateAnswer(value="2026-06-03"))[:2] == ["2026-06-03", "June 3, 2026"]
-    assert said(TimeAnswer(start="11:00"))[:2] == ["11:00", "11 am"]
-    assert said(Entities(expected=[["Beta", "B"], ["Gamma"]]))[0] == "Beta and Gamma"
-    assert said(Entities(expected=[["Beta"]]), Count(value=1))[0] == "Beta, 1."
-    assert shift_numbers("8 seats on MW101-0603, $450.00, eight") == "9 seats on MW101-0603, $451.01, nine"
 
 
 def test_cli_exit_codes_table_and_json(world_path: Path, tmp_path: Path) -> None:
@@ -210,18 +209,18 @@ def test_cli_exit_codes_table_and_json(world_path: Path, tmp_path: Path) -> None
     out = tmp_path / "audit.json"
     bad = runner.invoke(main, ["world", "audit", str(world_path), "--json", str(out)])
     assert bad.exit_code == 1, bad.output
-    assert "stall: note-pear: perturbed-args: set_note#0 user-given note=" in bad.output
-    assert "perturbed-args" in bad.output and "1/2" in bad.output  # the table
+    assert "stall: restock-pear: noop: no calls, no answer" in bad.output
+    assert "chance levels" in bad.output and "chance level above 1 in 10" in bad.output
     data = json.loads(out.read_text())
     assert data["ok"] is False and [w["world"] for w in data["worlds"]] == ["stall"]
 
     args = ["world", "audit", str(world_path), *(x for t in HONEST for x in ("--task", t))]
     clean = runner.invoke(main, args)
     assert clean.exit_code == 0, clean.output
-    assert "no wrong policy passed 3 task(s)" in clean.output
+    assert "no wrong policy passed 4 task(s)" in clean.output
 
     quiet = runner.invoke(main, ["world", "audit", str(world_path), "--quiet"])
-    assert quiet.exit_code == 1 and "┃" not in quiet.output and "note-pear: perturbed-args" in quiet.output
+    assert quiet.exit_code == 1 and "┃" not in quiet.output and "restock-pear: noop" in quiet.output
 
     assert runner.invoke(main, ["world", "audit", str(tmp_path / "missing")]).exit_code == 2
     unknown = runner.invoke(main, ["world", "audit", str(world_path), "--task", "nope"])
@@ -234,7 +233,7 @@ def test_cli_exit_codes_table_and_json(world_path: Path, tmp_path: Path) -> None
 
 
 def test_same_report_in_every_process(world_path: Path, report: AuditReport, tmp_path: Path) -> None:
-    """Tool outputs dumped into answers keep one key order whatever the hash seed (capped dumps depend on it)."""
+    """The same report whatever the hash seed (sets of candidates, key orders)."""
     import os
     import subprocess
 
@@ -244,4 +243,3 @@ def test_same_report_in_every_process(world_path: Path, report: AuditReport, tmp
     subprocess.run(mcpworld_cmd("world", "audit", str(world_path), "--quiet", "--json", str(out)),
                    env={**os.environ, "PYTHONHASHSEED": "12345"}, capture_output=True, timeout=120)
     assert json.loads(out.read_text())["worlds"] == [json.loads(report.to_json())]
-    assert '{"id": "apple", "name": "Apple", "note": "", "qty": 1}' in result(report, "top-fruit", "read-spam").detail

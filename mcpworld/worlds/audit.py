@@ -788,13 +788,13 @@ def chance_levels(runtime: WorldRuntime, contexts: list[TaskContext], noop: dict
     constant does nothing (the noop policy's pass rate); random is the random policy's.
     """
     out: list[ChanceLevel] = []
-    answers = [c for c in contexts if c.task.expect]
+    answers = [c for c in contexts if c.task.expect or c.task.kind == "answer"]
     if answers:
         pool: list[Any] = []
         odds = 0.0
         for ctx in answers:
             parts = list(ctx.task.expect)
-            p = 1.0
+            p = 1.0 if parts else 0.0  # an answer nobody typed is never judged right
             for part in parts:
                 wrong = wrong_values(ctx, part)
                 p /= 1 + len(wrong)
@@ -803,7 +803,7 @@ def chance_levels(runtime: WorldRuntime, contexts: list[TaskContext], noop: dict
             odds += p
         best, best_value = 0, None
         for value in {_dump(v): v for v in pool}.values():
-            hits = sum(_passes(list(ctx.task.expect), value) for ctx in answers)
+            hits = sum(bool(ctx.task.expect) and _passes(list(ctx.task.expect), value) for ctx in answers)
             if hits > best:
                 best, best_value = hits, value
         out.append(ChanceLevel("answer", len(answers), "constant", best / len(answers),
@@ -818,7 +818,7 @@ def chance_levels(runtime: WorldRuntime, contexts: list[TaskContext], noop: dict
         out.append(ChanceLevel("refusal", len(refusals), "constant", counts[top] / len(refusals),
                                f"declines citing {top} every time"))
         out.append(ChanceLevel("refusal", len(refusals), "random", 1 / len(rules), f"cites one of {len(rules)} rules"))
-    states = [c for c in contexts if not c.task.expect and c.task.kind != "refusal"]
+    states = [c for c in contexts if not c.task.expect and c.task.kind == "state"]
     if states:
         passed = sum(noop.get(c.task.id, False) for c in states)
         out.append(ChanceLevel("state", len(states), "constant", passed / len(states), "does nothing"))

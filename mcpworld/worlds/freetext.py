@@ -3,7 +3,8 @@ what no task allows.
 
 The reference comparison leaves a world's `free_fields` out, since an agent words them itself. What is checked
 instead, on every such field the episode wrote:
-- text the user dictated (the reference's text, quoted in the instruction) is written exactly;
+- text the user dictated (the reference's text, found in the instruction) is written exactly (case and spacing
+  aside);
 - nothing is wiped: text that was there, or a field the reference fills, is not left empty;
 - no other record's data: an identifier, card or account number, or e-mail from the starting state that
   neither the instruction nor anything the reference solution read mentions;
@@ -75,10 +76,11 @@ def free_text_checks(diff: StateDiff, free_fields: dict[str, tuple[str, ...]], c
     checks: list[Check] = []
     texts = [(t, c, str(after or "")) for t, c, _, after in fields]
     for (table, column), refs in sorted(ctx.reference.items()):
-        dictated = [r for r in refs if len(_norm(r)) >= 8 and _norm(r).casefold() in _norm(ctx.instruction).casefold()]
+        dictated = [r for r in refs if len(_norm(r)) >= 2 and _norm(r).casefold() in _norm(ctx.instruction).casefold()]
         mine = [_norm(x) for t, c, x in texts if (t, c) == (table, column)]
         for text in dictated:
-            checks.append(Check(name=f"{table}.{column} as dictated", passed=_norm(text) in mine, group=GROUP,
+            checks.append(Check(name=f"{table}.{column} as dictated", passed=_norm(text).casefold() in
+                                [m.casefold() for m in mine], group=GROUP,
                                 detail=f"expected exactly {text!r}; wrote {mine!r}"))
     # emptied: text that was there, or a field the reference fills (every text it writes there is non-empty)
     wiped = [f"{t}.{c}" for t, c, before, after in fields if not str(after or "").strip()

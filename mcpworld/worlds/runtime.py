@@ -477,6 +477,9 @@ class WorldRuntime:
         assert task is not None
         if task.expect:
             return answer_checks(task, episode.submission)
+        if task.kind == "answer":  # an answer nobody typed cannot be judged: never a reward (importers drop these)
+            return [Check(name="answer task has a typed answer", passed=False, group="answer",
+                          detail=f"task {task.id} declares no `expect` parts: its answer cannot be judged")]
         if task.kind == "refusal":
             if not task.reason:
                 return [Check(name="refusal has a reason", passed=False, group="decline",
