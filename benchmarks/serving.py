@@ -93,10 +93,11 @@ def bare_app(runtime: Any) -> Any:
                           "isError": False}
         elif method == "io.mcpworld/episode/verify":
             episode = episodes.pop(params["episode"])
-            verdict = runtime.verify(episode, params.get("answer"))
+            verdict = runtime.verify(episode, params.get("answer")).sealed()  # as a caller without the token
             episode.close()
             result = {"episode": episode.id, "task": episode.task.id if episode.task else None,
-                      "verdict": verdict.model_dump(mode="json"), "closed": True}
+                      "verdict": verdict.model_dump(by_alias=True, mode="json", exclude_none=True), "closed": True,
+                      "sealed": True}
         else:
             result = {}
         if dict(scope["headers"]).get(b"mcp-protocol-version") in modern:

@@ -41,9 +41,9 @@ def test_reference_passes_and_noop_fails(name: str, task_id: str) -> None:
     rt = RUNTIMES[name]
     task = rt.tasks[task_id]
     episode = rt.fork(task_id, seed=0)
-    for step in task.solution:
+    for i, step in enumerate(rt.solution(task)):  # the task's calls, then its submission
         result = rt.call(episode, step.name, step.arguments)
-        if task.kind != "refusal":
+        if task.kind != "refusal" or i >= len(task.solution):
             assert result.error is None, f"{step.name}: {result.error}"
     verdict = rt.verify(episode, task.answer)
     assert verdict.passed, [c for c in verdict.checks if not c.passed]

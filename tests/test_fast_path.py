@@ -102,15 +102,14 @@ def control(episode: str) -> list[tuple[str, dict[str, Any]]]:
         ("io.mcpworld/episode/start", {"task": "cancel-within-24h", "seed": 2.0}),
         ("io.mcpworld/episode/start", {"task": "cancel-within-24h", "other": 1}),
         ("io.mcpworld/episode/verify", {"episode": episode, "answer": 5}),
-        ("io.mcpworld/episode/verify", {"episode": episode, "close": "no"}),
-        ("io.mcpworld/episode/verify", {"episode": episode, "_meta": {"progressToken": "p"}}),
+        ("io.mcpworld/episode/verify", {"episode": episode, "close": [1]}),  # malformed: no verdict
         ("io.mcpworld/episode/state", {"episode": episode, "table": "reservation", "limit": 2}),
         ("io.mcpworld/episode/state", {"episode": episode, "table": "nope"}),
         ("io.mcpworld/episode/tasks", {"split": "test"}),
         ("io.mcpworld/episode/start", {"task": "no-such-task"}),
         ("io.mcpworld/episode/start", {"task": "cancel-within-24h", "seed": "not a number"}),
-        ("io.mcpworld/episode/verify", {"episode": episode, "answer": "done"}),
-        ("io.mcpworld/episode/close", {"episode": episode}),
+        ("io.mcpworld/episode/verify", {"episode": episode, "_meta": {"progressToken": "p"}}),  # judged: it ends
+        ("io.mcpworld/episode/verify", {"episode": episode, "answer": "done"}),  # a second verdict: none
         ("io.mcpworld/episode/close", {"episode": episode}),  # closed already
         ("io.mcpworld/episode/verify", {"episode": "e-gone"}),
         ("io.mcpworld/episode/nope", {}),
@@ -146,10 +145,13 @@ def test_fast_path_answers_what_the_sdk_pipeline_answers(servers: dict[str, str]
     ok = fast[1][1]["result"]
     assert ok["isError"] is False and ok["structuredContent"]["id"] == "MW307-0602"
     assert fast[2][1]["result"]["isError"] is True and fast[5][1]["result"]["isError"] is True
-    state, refused, tasks, unknown, malformed, verdict, closed, again, gone, nope = fast[-10:]
+    state, refused, tasks, unknown, malformed, verdict, second, again, gone, nope = fast[-10:]
     assert len(state[1]["result"]["rows"]) == 2 and "error" in refused[1] and tasks[1]["result"]["tasks"]
     assert unknown[1]["error"]["code"] == malformed[1]["error"]["code"] == -32602
-    assert verdict[1]["result"]["verdict"]["passed"] is False and closed[1]["result"]["closed"] is True
+    assert verdict[1]["result"]["verdict"]["passed"] is False and verdict[1]["result"]["closed"] is True
+    assert verdict[1]["result"]["sealed"] is True and all(c["detail"] == "" for c in
+                                                          verdict[1]["result"]["verdict"]["checks"])
+    assert second[1]["error"]["code"] == -32602  # one verdict per episode: the probe finds no episode
     assert again[1]["result"]["closed"] is False and "error" in gone[1] and nope[1]["error"]["code"] == -32601
     if version == MODERN:  # the 2026-07-28 result envelope: resultType and the server's identity
         assert ok["resultType"] == "complete"

@@ -61,7 +61,7 @@ async def play(url: str, mode: str, task: Any, carry_handle: bool, started: anyi
         for step in task.solution:
             result = await client.call_tool(step.name, {**step.arguments, **extra})
             assert not result.is_error, result.content
-        checked = await client.call_tool("check_task", {"answer": task.answer, **extra})
+        checked = await client.call_tool("check_task", {**extra})
         assert not checked.is_error, checked.content
         out[task.id] = (handle, checked.structured_content)
 
@@ -76,13 +76,9 @@ async def test_two_plain_clients_play_different_tasks_at_once(interactive_url: s
             tg.start_soon(play, interactive_url, mode, tasks[task_id], True, events[i], events[1 - i], out)
     (bags_handle, bags), (cancel_handle, cancel) = out["add-free-bags"], out["cancel-within-24h"]
     assert bags_handle != cancel_handle
-    assert bags["passed"] is True and cancel["passed"] is True
-    # each verdict's diff holds that client's own changes only
-    bag_rows = bags["evidence"]["diff"]["reservation"]["updated"]
-    assert [r["changed"] for r in bag_rows] == [{"bags": [1, 3]}]
-    assert "refund" not in bags["evidence"]["diff"]
-    cancelled = cancel["evidence"]["diff"]["reservation"]["updated"]
-    assert all("bags" not in r["changed"] for r in cancelled)
+    # both pass: had they shared an episode, each final state would hold the other's writes and fail its reference
+    assert bags == {"task": "add-free-bags", "passed": True, "note": bags["note"]}
+    assert cancel["passed"] is True
 
 
 async def test_sessions_need_no_handle(interactive_url: str) -> None:
