@@ -143,10 +143,10 @@ def test_dataset_rows_carry_the_prompt_tools_and_task(rows: dict[str, dict[str, 
     assert set(rows) == set(airline.tasks)  # one row per task
     row = rows[STATE_TASK]
     params = row["responses_create_params"]
-    assert params["input"][-1] == {"role": "user", "content": airline.tasks[STATE_TASK].instruction}
+    assert params["input"][-1] == {"role": "user", "content": airline.instruction(airline.tasks[STATE_TASK])}
     assert "Policy" in params["input"][0]["content"]
     tools = {t["name"]: t for t in params["tools"]}
-    assert set(tools) == set(airline.tools)
+    assert set(tools) == {*airline.tools, "submit_answer", "decline"}  # the world's tools and its two submissions
     assert tools["cancel_reservation"]["type"] == "function"
     assert tools["cancel_reservation"]["parameters"]["required"] == ["reservation_id", "reason"]
 
@@ -154,7 +154,7 @@ def test_dataset_rows_carry_the_prompt_tools_and_task(rows: dict[str, dict[str, 
 def test_oracle_scores_1_and_a_no_op_scores_0(gym: str, rows: dict[str, dict[str, Any]], airline: Any) -> None:
     for task in (STATE_TASK, ANSWER_TASK):
         agent = seeded(gym, rows[task])
-        for step in airline.tasks[task].solution:
+        for step in airline.solution(airline.tasks[task]):  # the task's calls and its submission
             assert agent.call(step.name, step.arguments).status_code == 200
         verdict = agent.verify(rows[task], airline.tasks[task].answer or "Done: cancelled and refunded.")
         assert verdict.status_code == 200, verdict.text
@@ -186,7 +186,7 @@ def test_every_world_serves_its_reference_solutions(gym: str, dataset: list[dict
     for (world, kind), row in picked.items():
         task = runtimes[world].tasks[row["verifier_metadata"]["task"]]
         agent = seeded(gym, row)
-        for step in task.solution:
+        for step in runtimes[world].solution(task):
             agent.call(step.name, step.arguments)
         body = agent.verify(row, task.answer or "Done.").json()
         assert body["reward"] == 1.0, (world, task.id, body["mcpworld"]["failures"])
@@ -227,7 +227,8 @@ def test_unknown_tool_is_404_with_the_list_and_scores_minus_1(gym: str, rows: di
     agent = seeded(gym, rows[STATE_TASK])
     reply = agent.call("cancel_everything", {})
     assert reply.status_code == 404
-    assert reply.json()["tools"] == sorted(airline.tools) and "cancel_reservation" in reply.json()["error"]
+    assert reply.json()["tools"] == sorted([*airline.tools, "submit_answer", "decline"])
+    assert "cancel_reservation" in reply.json()["error"]
     for step in airline.tasks[STATE_TASK].solution:  # then it does the task right: the reward table still says -1
         agent.call(step.name, step.arguments)
     body = agent.verify(rows[STATE_TASK], "Done.").json()

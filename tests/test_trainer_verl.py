@@ -85,8 +85,8 @@ class ScriptedServer:
         self.request_ids.append(request_id)
         prompt = self.tokenizer.decode(prompt_ids)
         for marker, replies in self.scripts.items():
-            if marker in prompt:
-                turn = prompt.split(marker, 1)[1].count("<tool_response>")  # the system prompt shows one too
+            if f"[{marker}]" in prompt:  # bracketed as `with_marker` writes it: tool descriptions hold plain words
+                turn = prompt.split(f"[{marker}]", 1)[1].count("<tool_response>")  # the system prompt shows one too
                 if self.on_turn is not None:
                     await self.on_turn(marker, turn)
                 ids = self.tokenizer.encode(replies[min(turn, len(replies) - 1)], add_special_tokens=False)

@@ -44,7 +44,8 @@ class EpisodeParams(types.RequestParams):
 
 class VerifyParams(EpisodeParams):
     answer: str | None = None  # the agent's last words to the user: kept as evidence, judged by no check
-    close: bool = True  # kept for older clients: a world episode is always closed once judged (one verdict)
+    close: bool | None = None  # a world episode always ends once judged (one verdict); the SWE server ends its
+    # episode when this is true
     token: str | None = None  # the registry token: with it, the verdict's checks keep their details
 
 
@@ -172,7 +173,7 @@ class EpisodeControl:
     async def start(self, task: str | None = None, seed: int = 0) -> StartResult:
         return await self._send(StartRequest(params=StartParams(task=task, seed=seed)), StartResult)
 
-    async def verify(self, episode: str, answer: str | None = None, close: bool = True,
+    async def verify(self, episode: str, answer: str | None = None, close: bool | None = None,
                      token: str | None = None) -> VerifyResult:
         """Judge the episode, which ends it on a world server (one verdict per episode); with the registry `token`
         (a harness's, never a policy's) the verdict comes with its details."""

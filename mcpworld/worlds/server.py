@@ -420,9 +420,9 @@ class WorldServer:
 
     async def _verify_wire(self, params: dict[str, Any]) -> dict[str, Any] | None:
         """`_verify` for params its model would take as they are (the transport's `wire_methods`)."""
-        episode, answer, close = params.get("episode"), params.get("answer"), params.get("close", True)
+        episode, answer, close = params.get("episode"), params.get("answer"), params.get("close")
         token = params.get("token")
-        if not params.keys() <= _VERIFY_KEYS or type(episode) is not str or type(close) is not bool or (
+        if not params.keys() <= _VERIFY_KEYS or type(episode) is not str or type(close) not in (bool, type(None)) or (
                 answer is not None and type(answer) is not str) or (token is not None and type(token) is not str):
             return None
         return self._judge(episode, answer, token)
