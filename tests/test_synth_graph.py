@@ -1,8 +1,8 @@
 """Tool-graph and programmatic tasks on catalog worlds, offline: connected, reproducible, typed, audited.
 
 Every generated task carries a typed answer and survived the reward-hacking audit; these tests check that
-from the outside too: a dump of the database, a list of every candidate number, a wrong value or a blind
-crawl never passes, while the reference and correct paraphrases do.
+from the outside too: a dump of the database submitted as the answer, a list of every candidate, a wrong value
+or no submission never passes, while the reference and every accepted form of the answer do.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from mcp import Client
 
 from mcpworld.core.llm import ChatClient
+from mcpworld.core.models import ToolCall
 from mcpworld.core.llm_replay import ReplayLLM, serve
 from mcpworld.core.protocol import EpisodeControl
 from mcpworld.core.testing import free_port
@@ -26,8 +27,8 @@ from mcpworld.synth.cli import synth_group
 from mcpworld.synth.graph import build_graph, canonical, graph_tasks, honest, leaks
 from mcpworld.synth.programmatic import TEMPLATE, programmatic_tasks, run_script
 from mcpworld.synth.taskspec import AnswerCheck, Dropped, SynthTask, load_tasks, save_tasks, with_tasks
-from mcpworld.worlds.answers import Count, DateAnswer, Entities, Number, TimeAnswer
-from mcpworld.worlds.audit import audit, number_words
+from mcpworld.worlds.answers import Count, Entities, Number, accepted_forms, reference_submission
+from mcpworld.worlds.audit import audit
 from mcpworld.worlds.loader import CATALOG_DIR, load_world
 from mcpworld.worlds.runtime import WorldRuntime
 from mcpworld.worlds.server import WorldServer
@@ -55,13 +56,20 @@ def served(name: str, tasks: list[SynthTask]) -> WorldRuntime:
     return WorldRuntime(with_tasks(base(name), tasks, replace=True))
 
 
-def outcome(runtime: WorldRuntime, task_id: str, calls: list, answer: str | None):
+def outcome(runtime: WorldRuntime, task_id: str, calls: list, submission: object = None):
+    """`calls`, then `submission` through submit_answer (none when None), judged as an agent's episode."""
     episode = runtime.fork(task_id)
     for call in calls:
         assert runtime.call(episode, call.name, call.arguments).error is None
-    verdict = runtime.verify(episode, answer)
+    if submission is not None:
+        runtime.call(episode, "submit_answer", {"answer": submission})
+    verdict = runtime.verify(episode, None)
     episode.close()
     return verdict
+
+
+def right(task: SynthTask) -> object:
+    return reference_submission(task.check.parts)
 
 
 def dumps(runtime: WorldRuntime) -> list[str]:
@@ -88,33 +96,10 @@ def num(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.2f}".rstrip("0")
 
 
-def paraphrases(part: Any) -> list[str]:
-    """Correct answers as a user-facing agent would word them, written here (not taken from the audit)."""
-    if isinstance(part, Count):
-        n = part.value
-        return [f"There are {number_words(n)}.", f"{n}", f"The count comes to {n} in all."] if 0 <= n < 10**6 \
-            else [f"{n}", f"It is {n}.", f"That's {n}."]
-    if isinstance(part, Number):
-        v = part.value
-        return [f"${v:,.2f}", f"It comes to {num(v)}.", f"The figure is {v:.2f}."]
-    if isinstance(part, DateAnswer):
-        d = part.value
-        return [d.isoformat(), f"{d.strftime('%B')} {d.day}, {d.year}", f"It's on {d.day} {d.strftime('%B')} {d.year}."]
-    if isinstance(part, Entities):
-        name = part.expected[0][0]
-        return [f"It's {name}.", name, f"That would be {name}, according to the records."]
-    assert isinstance(part, TimeAnswer)
-    return [part.start, f"at {part.start}", f"It is at {part.start} sharp."]
-
-
 def candidates(runtime: WorldRuntime, task_id: str, part: Entities) -> list[str]:
     if isinstance(part.among, list):
         return part.among
-    episode = runtime.fork(task_id)
-    try:
-        return runtime.answer_context(episode).resolve(part.among)  # type: ignore[misc]
-    finally:
-        episode.close()
+    return runtime.column_values(runtime.template(runtime.tasks[task_id]), part.among)
 
 
 @pytest.mark.parametrize("name", WORLDS)
@@ -143,9 +128,9 @@ def test_graph_tasks_are_connected_typed_and_honest(generated: dict, name: str) 
                 assert part.expected[0][0].lower() not in task.instruction.lower()
                 assert part.among, task.id  # wrong candidates to tell a right answer from a dump
         assert len(task.answer) <= 80
-        assert outcome(runtime, task.id, task.solution, task.answer).passed
+        assert outcome(runtime, task.id, task.solution, right(task)).passed
         assert not outcome(runtime, task.id, [], None).passed
-        assert not outcome(runtime, task.id, task.solution, "I could not find it.").passed
+        assert not outcome(runtime, task.id, task.solution, None).passed  # the reads alone are no answer
         assert task.rubric and task.meta["question_by"] == "template"
 
 
@@ -155,17 +140,21 @@ def test_no_dump_of_the_database_passes_any_task(generated: dict, programmatic: 
     runtime = served(name, tasks)
     answers = dumps(runtime)
     for task in tasks:
-        for answer in answers:  # no calls at all, just everything the database holds
+        for answer in (a for a in answers if ", " in a):  # no calls, several values of a column (one alone is a
+            # constant guess: the audit's chance levels count those) or everything the database holds
             assert not outcome(runtime, task.id, [], answer).passed, (task.id, answer[:120])
-        # the reference's own reads, dumped whole, are no answer either
+            assert not outcome(runtime, task.id, [], answer.split(", ")).passed, (task.id, answer[:120])
+        # the reference's own reads, dumped whole, are no answer either (nor as prose: prose is not judged)
         episode = runtime.fork(task.id)
         seen = [json.dumps(runtime.call(episode, s.name, s.arguments).value, default=str) for s in task.solution]
+        runtime.call(episode, "submit_answer", {"answer": "\n".join(seen)})
         assert not runtime.verify(episode, "\n".join(seen)).passed, task.id
         episode.close()
 
 
 @pytest.mark.parametrize("name", WORLDS)
-def test_reference_and_paraphrases_pass_wrong_values_fail(generated: dict, programmatic: dict, name: str) -> None:
+def test_reference_and_accepted_forms_pass_wrong_values_fail(generated: dict, programmatic: dict,
+                                                             name: str) -> None:
     tasks = generated[name] + programmatic[name]
     runtime = served(name, tasks)
     checked = 0
@@ -174,20 +163,19 @@ def test_reference_and_paraphrases_pass_wrong_values_fail(generated: dict, progr
         if len(parts) != 1:
             continue
         part = parts[0]
-        for answer in paraphrases(part):
-            assert outcome(runtime, task.id, task.solution, answer).passed, (task.id, answer)
+        for form in accepted_forms(parts):
+            assert outcome(runtime, task.id, task.solution, form).passed, (task.id, form)
         checked += 1
         if isinstance(part, (Count, Number)):
-            wrong = [f"The answer is {num(part.value + 1)}.",
-                     f"It is {num(part.value)} or maybe {num(part.value - 1)}."]
+            wrong: list[object] = [part.value + 1, part.value - 1, f"{num(part.value)} or {num(part.value - 1)}"]
         elif isinstance(part, Entities):
-            right = part.expected[0][0]
-            other = next(c for c in candidates(runtime, task.id, part) if c.lower() != right.lower())
-            wrong = [f"It's {other}.", f"Either {right} or {other}.", f"It is not {right}."]
+            good = part.expected[0][0]
+            other = next(c for c in candidates(runtime, task.id, part) if c.lower() != good.lower())
+            wrong = [other, [good, other], f"Either {good} or {other}", f"not {good}"]
         else:
             continue
-        for answer in wrong:
-            assert not outcome(runtime, task.id, task.solution, answer).passed, (task.id, answer)
+        for value in wrong:
+            assert not outcome(runtime, task.id, task.solution, value).passed, (task.id, value)
     assert checked >= 3
 
 
@@ -202,16 +190,16 @@ def test_programmatic_tasks_compute_a_typed_number(programmatic: dict, name: str
         assert isinstance(part, Count if "count of" in task.meta["computation"] else Number)
         assert part.value == pytest.approx(expected)
         assert "for row in data" in task.meta["script"] and task.meta["computed_by"] == "template"
-        assert outcome(runtime, task.id, task.solution, task.answer).passed
+        assert outcome(runtime, task.id, task.solution, right(task)).passed
         assert not outcome(runtime, task.id, [], None).passed
-        assert not outcome(runtime, task.id, task.solution, f"It is {num(expected + 1)}").passed
-        # the old hole: a script that accepted ANY listed number. Every candidate number listed now fails.
+        assert not outcome(runtime, task.id, task.solution, expected + 1).passed
+        # the old hole: a script that accepted ANY listed number. No other number the reads show passes.
         episode = runtime.fork(task.id)
         rows = runtime.call(episode, task.solution[0].name, task.solution[0].arguments).value
         episode.close()
-        numbers = sorted({float(v) for v in _numbers_in(rows)} | {float(expected), float(expected) + 1, 0.0})
-        listing = "Candidates: " + ", ".join(num(v) for v in numbers)
-        assert not outcome(runtime, task.id, task.solution, listing[: runtime.world.max_answer_chars]).passed
+        for value in sorted({float(v) for v in _numbers_in(rows)} | {float(expected) + 1, 0.0}):
+            if abs(value - expected) > 0.005:
+                assert not outcome(runtime, task.id, task.solution, value).passed, (task.id, value)
         assert not outcome(runtime, task.id, task.solution, f"{num(expected)}, or perhaps {num(expected + 2)}").passed
 
 
@@ -246,21 +234,21 @@ def test_honest_drops_what_a_wrong_policy_passes_and_says_why(caplog: pytest.Log
     good = SynthTask(id="t-good", instruction="Call `get_product` with product_id 'P101'. What is its price?",
                      solution=[{"name": "get_product", "arguments": {"product_id": "P101"}}],
                      answer=f"The price is {price}.", check=AnswerCheck(parts=[Number(value=price)]))
-    # an entity without wrong candidates: the whole product row, dumped, names it and nothing else
+    # an entity without wrong candidates: kept now, since a typed answer is one value, never a dump of the row
     loose = SynthTask(id="t-loose", instruction="Call `get_product` with product_id 'P101'. What is its name?",
                       solution=[{"name": "get_product", "arguments": {"product_id": "P101"}}],
                       answer=f"It is {rows['P101']['name']}.",
                       check=AnswerCheck(parts=[Entities(expected=[[rows["P101"]["name"]]])]))
-    wrong = good.model_copy(update={"id": "t-wrong", "check": AnswerCheck(parts=[Number(value=price + 1)])})
+    wrong = good.model_copy(update={"id": "t-wrong", "solution": [ToolCall(name="get_product",
+                                                                        arguments={"product_id": "P999"})]})
     dropped: list[Dropped] = []
     with caplog.at_level("WARNING", logger="mcpworld.synth"):
         kept = honest(world, [good, loose, wrong], dropped)
-    assert [t.id for t in kept] == ["t-good"]
+    assert [t.id for t in kept] == ["t-good", "t-loose"]
     why = {d.task: d for d in dropped}
-    assert set(why) == {"t-loose", "t-wrong"}
-    assert why["t-loose"].policy is not None and f"wrong policy {why['t-loose'].policy} passed" in why["t-loose"].reason
-    assert "the reference solution fails" in why["t-wrong"].reason and why["t-wrong"].policy is None
-    assert "t-loose" in caplog.text and why["t-loose"].policy in caplog.text
+    assert set(why) == {"t-wrong"}
+    assert "P999" in why["t-wrong"].reason and why["t-wrong"].policy is None
+    assert "t-wrong" in caplog.text
 
 
 def test_same_seed_same_tasks_and_files_round_trip(generated: dict, tmp_path: Path) -> None:
@@ -305,10 +293,13 @@ def test_oracle_solves_graph_tasks_over_mcp_and_a_wrong_answer_fails(generated: 
             for task in tasks:
                 info = listed[task.id]
                 started = await ctl.start(task.id)
-                for step in info.solution:
+                for step in info.solution:  # the reads, then the typed answer
                     assert not (await ctl.call(started.episode, step.name, step.arguments)).is_error
                 good = (await ctl.verify(started.episode, info.answer)).verdict.passed
-                bad = (await ctl.verify(started.episode, "I don't know.")).verdict.passed
+                wrong = await ctl.start(task.id)
+                for step in info.solution[:-1]:  # the reads, then prose only: nothing typed was submitted
+                    await ctl.call(wrong.episode, step.name, step.arguments)
+                bad = (await ctl.verify(wrong.episode, info.answer)).verdict.passed
                 out.append((good, bad))
         return out
 
@@ -375,7 +366,8 @@ def test_graph_tasks_cli(tmp_path: Path) -> None:
 def test_graph_tasks_cli_says_what_it_dropped() -> None:
     result = CliRunner().invoke(synth_group, ["graph-tasks", "airline", "-n", "4", "--seed", "3"])
     assert result.exit_code == 0, result.output
-    assert "dropped " in result.output and "wrong policy" in result.output
+    assert json.loads(result.output[result.output.index("["):])  # the tasks; with typed answers none is dropped
+    assert "wrong policy" not in result.output
 
 
 def test_a_model_may_add_edges_between_real_tools_only() -> None:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import anyio.to_thread
 
 from mcpworld.core import contain
+from mcpworld.swe.workspace import borrowed_objects
 
 if TYPE_CHECKING:
     from mcpworld.swe.instances import Instance
@@ -163,7 +164,8 @@ class LocalBackend:
         start = time.monotonic()
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             proc = contain.Contained(["bash", "-c", command], contain=bool(self.isolate), env=env, cwd=cwd,
-                                     rw=[str(writable or cwd)], ro=_git_alternates(cwd), max_procs=limits.processes,
+                                     rw=[str(writable or cwd)], ro=list(borrowed_objects(cwd)),
+                                     max_procs=limits.processes,
                                      rlimits=rlimits, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
             timed_out = False
             try:
@@ -178,15 +180,6 @@ class LocalBackend:
         if proc.over_cap:
             stderr += f"\n[killed: more than {limits.processes} processes]"
         return ExecResult(stdout, stderr, -signal.SIGKILL if timed_out else code, timed_out, duration)
-
-
-def _git_alternates(cwd: Path) -> list[str]:
-    """Object folders a `git clone --shared` workspace borrows (listed in .git/objects/info/alternates)."""
-    try:
-        lines = (cwd / ".git" / "objects" / "info" / "alternates").read_text().splitlines()
-    except OSError:
-        return []
-    return [line.strip() for line in lines if line.strip().startswith("/") and os.path.isdir(line.strip())]
 
 
 def _read_capped(fh: object, cap: int) -> str:

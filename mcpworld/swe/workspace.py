@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tarfile
 import tempfile
@@ -272,24 +273,64 @@ class Workspace:
     def diff(self) -> str:
         """`git diff` of everything (new files included, build junk excluded) against the base commit.
 
-        Staged into a throwaway index so the agent's own index is left as it was.
+        Staged into a throwaway index so the agent's own index is left as it was. The throwaway index lives in a
+        folder of the server's own (the workspace's parent is the sandbox's to write: a link planted there once
+        made this copy write, or read, any host file as root), and the agent's index is read only when it is a
+        regular file, never through a link.
         """
-        index = self.parent / "submit.index"
-        real_index = self.root / ".git" / "index"
-        if real_index.is_file():
-            shutil.copy2(real_index, index)  # keep its mtime: git then re-reads "racily clean" files
-        env = {"GIT_INDEX_FILE": str(index)}
+        private = Path(tempfile.mkdtemp(prefix="mcpworld-index-"))  # 0700, the server's
+        index = private / "index"
         try:
+            _copy_regular(self.root / ".git" / "index", index)
+            env = {"GIT_INDEX_FILE": str(index)}
             git("add", "-A", "--", ".", cwd=self.root, env=env)
             return git("diff", "--cached", "--binary", "--no-color", "--no-ext-diff", self.base_commit,
                        cwd=self.root, env=env).stdout
         finally:
-            index.unlink(missing_ok=True)
+            shutil.rmtree(private, ignore_errors=True)
 
     def close(self) -> None:
         if not self.closed:
             self.closed = True
+            _BORROWED.pop(self.root.resolve(), None)
             shutil.rmtree(self.parent, ignore_errors=True)
+
+
+MAX_INDEX_BYTES = 256 * 1024 * 1024
+
+
+def _copy_regular(source: Path, target: Path) -> None:
+    """Copy `source` to `target` (with its times: git then re-reads "racily clean" files) only if it is a regular
+    file reached without following a link; anything else (missing, a link, a FIFO, a device, too large) is not
+    copied, and git builds a fresh index instead."""
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_INDEX_BYTES:
+            return
+        with open(target, "xb") as out:
+            while chunk := os.read(fd, 1 << 20):
+                out.write(chunk)
+        os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
+    finally:
+        os.close(fd)
+
+
+_BORROWED: dict[Path, tuple[str, ...]] = {}  # a workspace's root -> the object folders its clone borrows
+
+
+def borrowed_objects(path: Path) -> tuple[str, ...]:
+    """The object folders `checkout` cloned the workspace holding `path` to borrow, as the server recorded them:
+    what a sandboxed command may see read-only. Never read from the workspace, whose alternates file the agent
+    can write (it once chose its own mounts that way: the registry token, other episodes, the host's /proc)."""
+    path = path.resolve()
+    for candidate in (path, *path.parents):
+        if candidate in _BORROWED:
+            return _BORROWED[candidate]
+    return ()
 
 
 def checkout(bare: Path, commit: str, name: str, base_dir: str | None = None) -> Workspace:
@@ -306,6 +347,11 @@ def checkout(bare: Path, commit: str, name: str, base_dir: str | None = None) ->
         (root / ".git" / "info").mkdir(exist_ok=True)
         (root / ".git" / "info" / "exclude").write_text(EXCLUDES)
         (parent / "home").mkdir()
+        try:  # read once, before any command runs in the workspace
+            alternates = (root / ".git" / "objects" / "info" / "alternates").read_text().splitlines()
+        except OSError:
+            alternates = []
+        _BORROWED[root.resolve()] = tuple(line.strip() for line in alternates if line.strip().startswith("/"))
     except BaseException:
         shutil.rmtree(parent, ignore_errors=True)
         raise

@@ -1,0 +1,91 @@
+"""The SWE sandbox against an agent that seeks root (issue 28): the two critical attacks, reproduced.
+
+1. The workspace's parent folder is the sandbox's to write. `diff` (what `submit` grades) copied `.git/index` to
+   `../submit.index` with the server's privileges, following a link the agent planted there: any host file
+   written (or, through `.git/index`, read) as root.
+2. Every folder listed in `.git/objects/info/alternates`, which the agent can write, was mounted into the next
+   command: the agent chose its own mounts.
+Each test failed on the code before the fix.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mcpworld.swe.shell import LocalBackend, bwrap_works
+from mcpworld.swe.workspace import Workspace, borrowed_objects, checkout
+
+
+def run(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Workspace:
+    source = tmp_path / "src"
+    source.mkdir()
+    run("init", "-q", "-b", "main", cwd=source)
+    (source / "app.py").write_text("def add(a, b):\n    return a - b\n")
+    run("add", ".", cwd=source)
+    run("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base", cwd=source)
+    bare = tmp_path / "bare.git"
+    run("clone", "-q", "--bare", str(source), str(bare), cwd=tmp_path)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=source, capture_output=True, text=True).stdout.strip()
+    ws = checkout(bare, commit, "repo", base_dir=str(tmp_path))
+    yield ws
+    ws.close()
+
+
+def test_diff_never_writes_through_a_link_planted_beside_the_workspace(workspace: Workspace, tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the host's file\n")
+    (workspace.parent / "submit.index").symlink_to(victim)  # where the server's throwaway index used to go
+    (workspace.root / "app.py").write_text("def add(a, b):\n    return a + b\n")
+    diff = workspace.diff()
+    assert "+    return a + b" in diff
+    assert victim.read_text() == "the host's file\n"  # before the fix: overwritten with a git index, as root
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+def test_diff_never_reads_the_agents_index_through_a_link_or_a_special_file(workspace: Workspace, tmp_path: Path,
+                                                                           kind: str) -> None:
+    secret = tmp_path / "registry.token"
+    secret.write_text("s3cret-token\n")
+    index = workspace.root / ".git" / "index"
+    index.unlink()
+    if kind == "symlink":
+        index.symlink_to(secret)  # before the fix: the secret was copied and fed to git (and the read hung on a FIFO)
+    else:
+        os.mkfifo(index)
+    (workspace.root / "app.py").write_text("def add(a, b):\n    return a + b\n")
+    diff = workspace.diff()  # a fresh index instead: the same diff, nothing read through the link
+    assert "+    return a + b" in diff and "s3cret" not in diff
+
+
+def test_mounts_come_from_the_servers_record_not_the_agents_alternates(workspace: Workspace, tmp_path: Path) -> None:
+    recorded = borrowed_objects(workspace.root)
+    assert recorded and all(Path(p).is_dir() for p in recorded)  # the bare repository's objects
+    hidden = tmp_path / "another-episode"
+    hidden.mkdir()
+    (hidden / "gold.patch").write_text("the answer\n")
+    alternates = workspace.root / ".git" / "objects" / "info" / "alternates"
+    alternates.write_text(alternates.read_text() + f"{hidden}\n/proc\n")
+    assert borrowed_objects(workspace.root) == recorded  # what the agent wrote changes nothing
+    assert borrowed_objects(workspace.root / "sub" / "dir") == recorded
+
+
+@pytest.mark.skipif(not bwrap_works(), reason="bubblewrap cannot make namespaces here")
+def test_a_contained_command_cannot_see_a_path_it_listed_in_alternates(workspace: Workspace, tmp_path: Path) -> None:
+    hidden = tmp_path / "another-episode"
+    hidden.mkdir()
+    (hidden / "gold.patch").write_text("the answer\n")
+    alternates = workspace.root / ".git" / "objects" / "info" / "alternates"
+    alternates.write_text(alternates.read_text() + f"{hidden}\n")
+    result = LocalBackend(isolate=True).run(f"cat {hidden}/gold.patch; git log --oneline | wc -l",
+                                            workspace.root, 30, writable=workspace.parent)
+    assert "the answer" not in result.stdout  # before the fix: mounted, and readable
+    assert result.stdout.strip().endswith("1")  # git still works on the objects the server recorded
