@@ -89,7 +89,8 @@ def test_tools_keep_awm_names_and_episodes_are_isolated_over_mcp(imported: dict)
     async def main() -> None:
         async with Client(server.server) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
-            assert set(tools) == {"list_pets", "get_appointment", "create_appointment", "cancel_appointment"}
+            assert set(tools) == {"list_pets", "get_appointment", "create_appointment", "cancel_appointment",
+                                  "submit_answer", "decline"}
             assert set(tools["create_appointment"].input_schema["properties"]) == {"pet_id", "date"}
             assert tools["list_pets"].annotations.read_only_hint
             assert not tools["cancel_appointment"].annotations.read_only_hint
@@ -207,7 +208,7 @@ def test_installed_scenario_is_served_over_stdio(isolated_home: Path) -> None:
     async def main() -> None:
         async with Client(params) as client:
             assert {t.name for t in (await client.list_tools()).tools} == {"search_books", "checkout_book",
-                                                                           "return_loan"}
+                                                                           "return_loan", "submit_answer", "decline"}
             found = await client.call_tool("search_books", {"q": "dune"})
             assert not found.is_error and "Frank Herbert" in text(found)
             lent = await client.call_tool("checkout_book", {"book_id": 2, "member": "Ana"})

@@ -86,7 +86,7 @@ def test_twin_of_a_real_server_keeps_its_tools_and_is_audited(tmp_path: Path) ->
     async def main() -> None:
         async with Client(server.server) as client:
             twin = {t.name: t for t in (await client.list_tools()).tools}
-            assert set(twin) == set(real) == {"get_current_time", "convert_time"}
+            assert set(twin) - {"submit_answer", "decline"} == set(real) == {"get_current_time", "convert_time"}
             for name, tool in real.items():
                 assert twin[name].input_schema["properties"] == tool.input_schema["properties"]
                 assert twin[name].input_schema.get("required") == tool.input_schema.get("required")

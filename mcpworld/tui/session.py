@@ -16,6 +16,7 @@ import mcp_types as types
 
 from mcpworld.core import protocol as p
 from mcpworld.core.models import TaskInfo
+from mcpworld.core.paths import registry_token
 from mcpworld.registry.connect import connect
 from mcpworld.tui.errors import UserError, error_text
 from mcpworld.tui.rpclog import RpcLog, mcp_json
@@ -57,6 +58,7 @@ class ServerSession:
         self.episode: str | None = None
         self.task: str | None = None
         self.instruction: str = ""
+        self.ended: p.VerifyResult | None = None  # the verdict that ended the last task episode
         self._current: Job | None = None
         self._closing = False
 
@@ -185,13 +187,20 @@ class ServerSession:
                 except Exception:
                     pass
             self.episode, self.task, self.instruction = started.episode, started.task, started.instruction
+            self.ended = None
             return started
 
         return await self.submit(go)
 
     async def verify(self, answer: str | None = None) -> p.VerifyResult:
+        """Judge the live episode, which ends it (one verdict per episode). A person at their own terminal is
+        the harness: the verdict comes in full, with the local registry token."""
         episode = self._live()
-        return await self.submit(lambda api: api.ctl.verify(episode, answer))
+        token = registry_token(None)[0]
+        result = await self.submit(lambda api: api.ctl.verify(episode, answer, token=token))
+        if result.closed and self.episode == episode:
+            self.episode, self.ended = None, result
+        return result
 
     async def state(self, table: str | None = None, limit: int = 100) -> p.StateResult:
         episode = self._live()

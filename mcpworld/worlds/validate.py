@@ -92,6 +92,41 @@ def _rule_problems(world: World, init: str) -> list[Problem]:
     return out
 
 
+def unstated_parts(task: Task) -> list[str]:
+    """The expected values the reference's own prose `answer` does not state, where that can be read reliably
+    (numbers and counts in any written form, dates, entities by any alias).
+
+    Why: the reference submission is made from `expect`, so it passes whatever `expect` says. A task whose author
+    (or an LLM) wrote one value in the answer and another in `expect` is wrong, and this is where it shows. It
+    only ever drops a task; no reward reads prose.
+    """
+    from mcpworld.worlds.answers import Count, DateAnswer, Entities, Number
+    from mcpworld.worlds.submissions import numbers_in
+
+    text = task.answer or ""
+    if not text.strip():
+        return []
+    low = " ".join(text.casefold().split())
+    out = []
+    for part in task.expect:
+        if isinstance(part, (Count, Number)):
+            tolerance = part.tolerance if isinstance(part, Number) else 0.0
+            none = part.value == 0 and re.search(r"\b(?:no|none)\b", low) is not None  # "there are no free seats"
+            if not none and not any(abs(n - part.value) <= tolerance + 1e-9 for n in numbers_in(text)):
+                out.append(f"{part.value:g}")
+        elif isinstance(part, DateAnswer):
+            d = part.value
+            forms = {d.isoformat(), f"{d:%B} {d.day}".casefold(), f"{d.day} {d:%B}".casefold(),
+                     f"{d:%b} {d.day}".casefold()}
+            if not any(f in low for f in forms):
+                out.append(d.isoformat())
+        elif isinstance(part, Entities):
+            for aliases in part.expected:
+                if not any(" ".join(a.casefold().split()) in low for a in aliases):
+                    out.append(aliases[0])
+    return out
+
+
 def _kind_problems(world: World, task: Task, where: str, field: str) -> list[Problem]:
     out = []
     if task.kind == "answer" and not task.expect:
@@ -133,6 +168,10 @@ def task_problems(runtime: WorldRuntime, task: Task, init: str) -> list[Problem]
             out.append(Problem(where, f"{field}: solution[{i}] ({step.name})", f"failed: {result.error}"))
     verdict = runtime.verify(episode, task.answer)
     episode.close()
+    unstated = unstated_parts(task)
+    if unstated:
+        out.append(Problem(where, f"{field}: verify", f"the reference solution fails: its answer {task.answer!r} "
+                                                      f"does not state the expected {', '.join(unstated)}"))
     if not verdict.passed:
         failed = "; ".join(f"{c.name}{' (' + c.detail + ')' if c.detail else ''}" for c in verdict.checks
                            if not c.passed)

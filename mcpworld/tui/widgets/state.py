@@ -60,6 +60,10 @@ class StateBrowser(ReportsWorkerErrors, Horizontal):
         if not self.session.is_world:
             self.query_one("#state-title", Static).update("Not a world server: no episode state.")
             return
+        ended = self.session.ended
+        if self.session.episode is None and ended is not None:  # judged, so gone: its verdict kept the changes
+            self.state = p.StateResult(episode=ended.episode, tables={}, diff=ended.verdict.evidence.get("diff", {}))
+            return
         if self.session.episode is None:
             self.query_one("#state-title", Static).update("No episode yet: start a task in the console.")
             return
@@ -96,7 +100,9 @@ class StateBrowser(ReportsWorkerErrors, Horizontal):
         diff_box = self.query_one("#state-diff-box")
         episode = self.session.episode or "?"
         if self.table == DIFF:
-            title.update(f"changes in {episode} since it started")
+            ended = self.session.ended
+            title.update(f"changes in {episode} since it started" if self.session.episode or ended is None else
+                         f"changes in {ended.episode}, which its verdict ended")
             self.query_one("#state-diff", Static).update(diff_text(self.diff))
             rows_table.display, diff_box.display = False, True
             return
