@@ -75,7 +75,7 @@ def test_whole_world_from_a_scenario_with_self_correction(isolated_home: Path, r
     assert "a no-op episode passes" in first_try
     # the wrong typed answer of the first try went back to the model, which fixed it
     assert "task count-loans: verify: the reference solution fails" in first_try
-    assert "expected 3; the answer states 2" in first_try
+    assert "'You have 2 books on loan.' does not state the expected 3" in first_try
 
     path = isolated_home / "worlds" / "library"
     assert Path(result.path) == path and {p.name for p in path.iterdir()} >= {
