@@ -45,7 +45,6 @@ import math
 import os
 import random
 from copy import deepcopy
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -76,14 +75,17 @@ class InfraError(RuntimeError):
     """Every try of a rollout was lost to an infrastructure error (raised only with MCPWORLD_ON_INFRA_ERROR=raise)."""
 
 
-@dataclass
 class Rollout:
-    """What one `execute` shares with its agent: the chat template's turn text and the engine's last output."""
+    """What one `execute` shares with its agent: the chat template's turn text and the engine's last output.
 
-    template: TurnTemplate
-    attempt: int
-    last: Any = None  # the engine's last CompletionOutput (token_ids, text, finish_reason, logprobs)
-    agent: MCPWorldAgent | None = None
+    A plain class, not a dataclass: OpenRLHF loads this file with `spec_from_file_location` without registering
+    it in `sys.modules`, where `@dataclass` looks its module up (and fails at start-up).
+    """
+
+    def __init__(self, template: TurnTemplate, attempt: int) -> None:
+        self.template, self.attempt = template, attempt
+        self.last: Any = None  # the engine's last CompletionOutput (token_ids, text, finish_reason, logprobs)
+        self.agent: MCPWorldAgent | None = None
 
 
 _rollout: contextvars.ContextVar[Rollout | None] = contextvars.ContextVar("mcpworld_rollout", default=None)
