@@ -157,6 +157,33 @@ def test_replay_policy_and_resume(worlds_url: str, tmp_path: Path) -> None:
     assert rs.success_rate == 1.0
 
 
+def test_setup_errors_are_named_never_scored_and_exit_4(worlds_url: str, tmp_path: Path) -> None:
+    """Issue 29: an oracle without references (another server's token) and a replay file that lacks a task are
+    the run's setup, not the agent: before, every such episode was a scored -1 `format_error` and the run exit 0."""
+    from click.testing import CliRunner
+
+    from mcpworld.app.cli import main
+
+    tasks = tasks_named(worlds_url, "cancel-within-24h", "gift-card-balance")
+    trajs, summary = run_with(worlds_url, lambda i: OraclePolicy(token="not-the-token"), tasks, tmp_path)
+    assert {t.termination for t in trajs} == {"setup_error"} and not any(t.is_scored for t in trajs)
+    assert all(t.reward == 0 and t.verdict is None for t in trajs)
+    assert summary.episodes == 0 and summary.setup_errors == 2
+    assert "MCPWORLD_REGISTRY_TOKEN" in (summary.setup_message() or "")
+
+    recorded = tmp_path / "one.jsonl"
+    anyio.run(lambda: run(RunSpec(server=airline(worlds_url), tasks=tasks[:1], output=recorded),
+                          lambda i: OraclePolicy()))
+    out = tmp_path / "replayed.jsonl"
+    result = CliRunner().invoke(main, ["run", "--server", airline(worlds_url), "--policy", "replay", "--replay-file",
+                                       str(recorded), "--task", "cancel-within-24h", "--task", "gift-card-balance",
+                                       "-o", str(out)])
+    assert result.exit_code == 4, result.output
+    assert "1 episode not played" in result.output and "no recorded trajectory for task" in result.output
+    by_task = {t.task: t for t in read_trajectories(out)}
+    assert by_task[tasks[0].id].reward == 1.0 and by_task[tasks[1].id].termination == "setup_error"
+
+
 def test_server_killed_mid_run(tmp_path: Path) -> None:
     port = free_port()
     proc = subprocess.Popen(mcpworld_cmd("serve", "worlds", "--only", "airline", "--port", str(port)),

@@ -1,7 +1,9 @@
 """`mcpworld run`: play tasks of a registered server with a policy, write trajectories, print a summary.
 
 Exit status: 0 when every episode was played; LOST_EXIT (3) when some were lost to infrastructure errors (they
-are written as infra_error with no reward, and `--resume` plays exactly those again).
+are written as infra_error with no reward, and `--resume` plays exactly those again); SETUP_EXIT (4) when the run
+was set up so that some could not be played at all (the oracle got no references, a replay file lacks a task):
+written as setup_error, with no reward.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from mcpworld.agent.loop import EpisodeConfig
 from mcpworld.agent.policies import POLICIES
 
 LOST_EXIT = 3  # episodes were lost to infrastructure errors: rerun with --resume
+SETUP_EXIT = 4  # episodes could not be played as the run was set up (no references, no recording): fix it
 
 
 def default_output(server: str, policy: str) -> Path:
@@ -75,7 +78,9 @@ def run_command(server: str, task_ids: tuple[str, ...], split: str | None, polic
     """Run episodes and record trajectories (JSONL, one episode per line).
 
     Exits 3 when episodes were lost to infrastructure errors (no reward is given for them); rerun with
-    --resume to play exactly those.
+    --resume to play exactly those. Exits 4 when the setup kept episodes from being played (the oracle got no
+    references from a server holding another registry token, a replay file lacks a task): the error says what
+    to fix; those episodes carry no reward either.
 
     \b
     Examples:
@@ -140,6 +145,9 @@ def run_command(server: str, task_ids: tuple[str, ...], split: str | None, polic
         table.add_row(k, v)
     Console().print(table)
     click.echo(f"trajectories: {output}")  # whole, on its own line: a table title may be cut to the terminal's width
+    if (setup := summary.setup_message()) is not None:
+        click.echo(f"error: {setup}", err=True)
+        raise SystemExit(SETUP_EXIT)
     if (lost := summary.lost_message()) is not None:
         click.echo(f"error: {lost}", err=True)
         click.echo(f"  the same command with: --resume -o {output}", err=True)

@@ -11,7 +11,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from mcpworld.agent.formats import Action, Format
-from mcpworld.agent.policies import Policy
+from mcpworld.agent.policies import Policy, SetupError
 from mcpworld.agent.trajectory import CallRecord, Step, Termination, Trajectory
 from mcpworld.core.llm import LLMError
 from mcpworld.core.models import TaskInfo
@@ -133,6 +133,9 @@ async def run_episode(ctl: EpisodeControl, server: str, task: TaskInfo, policy: 
         traj.error = f"episode exceeded {config.episode_timeout_s:g}s"
     except LLMError as exc:
         traj.termination, traj.error = Termination.MODEL_ERROR, str(exc)
+    except SetupError as exc:  # the run's setup, not the agent: no reward, and the run says what to fix
+        traj.termination, traj.error, traj.verdict = Termination.SETUP_ERROR, str(exc), None
+        traj.reward = traj.termination.reward()
     except Exception as exc:  # the server died, the connection broke, a request timed out: not the agent's doing
         traj.termination, traj.error, traj.verdict = Termination.INFRA_ERROR, infra_error_text(exc), None
         traj.reward = traj.termination.reward()

@@ -20,6 +20,11 @@ from mcpworld.core.protocol import EpisodeControl
 from mcpworld.core.schemas import random_value
 
 
+class SetupError(Exception):
+    """The run was set up wrong (no references for the oracle, no recording for replay): not the agent's doing, so
+    the episode is no sample and has no reward, and the run says what to fix."""
+
+
 class Policy(Protocol):
     name: str
     format: Format
@@ -85,9 +90,8 @@ class OraclePolicy:
     async def act(self, messages: list[dict[str, Any]], tools: list[types.Tool], task: TaskInfo) -> Action:
         reference = self.references.get(task.id) or task
         if not (reference.solution or reference.answer):
-            return Action(message={"role": "assistant", "content": ""},
-                          error=f"no reference for task {task.id}: the server did not reveal it (is the registry "
-                                "token the server's? set MCPWORLD_REGISTRY_TOKEN)")
+            raise SetupError(f"no reference for task {task.id}: the server did not reveal it (is the registry "
+                             "token the server's? set MCPWORLD_REGISTRY_TOKEN)")
         turn = _turn(messages)
         if turn < len(reference.solution):
             call = reference.solution[turn]
@@ -138,7 +142,8 @@ class ReplayPolicy:
     async def act(self, messages: list[dict[str, Any]], tools: list[types.Tool], task: TaskInfo) -> Action:
         recorded = self.turns.get(task.id)
         if recorded is None:
-            return Action(message={"role": "assistant", "content": ""}, error=f"no recorded trajectory for {task.id}")
+            raise SetupError(f"no recorded trajectory for task {task.id} in the replay file: record it, or run only "
+                             "the recorded tasks (--task)")
         turn = _turn(messages)
         if turn >= len(recorded):
             return Action(message={"role": "assistant", "content": ""}, final="")

@@ -55,13 +55,23 @@ class Summary:
     skipped: int = 0
     lost: int = 0  # episodes lost to infrastructure errors (not in the other numbers)
     lost_reasons: dict[str, int] = field(default_factory=dict)
+    setup_errors: int = 0  # episodes the run's setup kept from being played (not in the other numbers)
+    setup_example: str = ""  # the first of their errors: what to fix
 
     def rows(self) -> list[tuple[str, str]]:
         return [("episodes", str(self.episodes)), ("skipped (resume)", str(self.skipped)),
                 ("success rate", f"{self.success_rate:.1%}"), ("mean reward", f"{self.mean_reward:.3f}"),
                 ("mean turns", f"{self.mean_turns:.2f}"),
                 *((f"failed: {k}", str(v)) for k, v in sorted(self.failures.items())),
-                *((("lost: infrastructure", str(self.lost)),) if self.lost else ())]
+                *((("lost: infrastructure", str(self.lost)),) if self.lost else ()),
+                *((("not played: setup error", str(self.setup_errors)),) if self.setup_errors else ())]
+
+    def setup_message(self) -> str | None:
+        """'22 episodes not played: the run is set up wrong: no recorded trajectory for ...', or None."""
+        if not self.setup_errors:
+            return None
+        return (f"{self.setup_errors} episode{'s' if self.setup_errors != 1 else ''} not played: the run is set up "
+                f"wrong (no reward was recorded): {self.setup_example}")
 
     def lost_message(self) -> str | None:
         """'12 episodes lost to infrastructure errors (server unreachable); rerun with --resume', or None."""
@@ -76,7 +86,8 @@ class Summary:
 def summarize(trajectories: list[Trajectory], skipped: int = 0) -> Summary:
     """Scores over the episodes the agent played; episodes lost to infrastructure errors are counted apart."""
     lost = [t for t in trajectories if t.is_infra]
-    played = [t for t in trajectories if not t.is_infra]
+    setup = [t for t in trajectories if t.termination == Termination.SETUP_ERROR]
+    played = [t for t in trajectories if not t.is_infra and t.termination != Termination.SETUP_ERROR]
     n = len(played)
     failures = Counter(t.termination if t.termination != "final_answer" else "verifier" for t in played
                        if not (t.verdict and t.verdict.passed))
@@ -87,6 +98,7 @@ def summarize(trajectories: list[Trajectory], skipped: int = 0) -> Summary:
         mean_turns=sum(len(t.steps) for t in played) / n if n else 0.0,
         failures=dict(failures), skipped=skipped, lost=len(lost),
         lost_reasons=dict(Counter(t.infra_reason or "server error" for t in lost)),
+        setup_errors=len(setup), setup_example=setup[0].error or "" if setup else "",
     )
 
 
@@ -101,10 +113,11 @@ async def run(spec: RunSpec, make_policy: Callable[[int], Policy],
 
     Every worker plays its episodes over one shared `EpisodeClient` (one connection pool, no handshake per
     episode). With `resume`, a (task, sample) is done when the output has a trajectory for it that is not an
-    infra error: episodes lost to the infrastructure are played again.
+    infra or setup error: episodes lost to the infrastructure, or kept from playing by the setup, are played again.
     """
     name = spec.server if spec.server.startswith("http") else full_name(spec.server)
-    done = {t.key for t in read_trajectories(spec.output) if not t.is_infra} \
+    done = {t.key for t in read_trajectories(spec.output)
+            if not t.is_infra and t.termination != Termination.SETUP_ERROR} \
         if spec.output and spec.resume else set()
     jobs = [(task, s) for task in spec.tasks for s in range(spec.samples) if (name, task.id, s) not in done]
     writer = TrajectoryWriter(spec.output) if spec.output else None

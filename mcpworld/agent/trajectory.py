@@ -39,6 +39,7 @@ class Termination(StrEnum):
     INFRA_ERROR = "infra_error"
     SERVER_ERROR = "server_error"
     MODEL_ERROR = "model_error"
+    SETUP_ERROR = "setup_error"
     EPISODE_TIMEOUT = "episode_timeout"
 
     @property
@@ -58,8 +59,9 @@ class Termination(StrEnum):
     @property
     def scored(self) -> bool:
         """Whether the episode is a sample of the policy at all. Infra errors are not, and neither is a model
-        error (the model's endpoint failed to answer: nothing the policy chose): both are left out of training."""
-        return not self.infra and self is not Termination.MODEL_ERROR
+        error (the model's endpoint failed to answer: nothing the policy chose), nor a setup error (the run was
+        set up wrong: a scripted policy without its references or recordings): all are left out of training."""
+        return not self.infra and self not in (Termination.MODEL_ERROR, Termination.SETUP_ERROR)
 
     @property
     def verified(self) -> bool:
@@ -87,6 +89,7 @@ REWARD_RULES: dict[Termination, str] = {
     Termination.INFRA_ERROR: "not scored",
     Termination.SERVER_ERROR: "not scored",
     Termination.MODEL_ERROR: "not scored",
+    Termination.SETUP_ERROR: "not scored",
 }
 """What each ending scores, in words: the docs' reward table is checked against this and `Termination.reward`."""
 

@@ -52,7 +52,7 @@ def classify(traj: Trajectory, task: TaskInfo) -> str | None:
         return "format_error"
     if traj.termination == "unknown_tool":
         return "wrong_tool"
-    if traj.is_infra or traj.termination == "model_error":
+    if traj.is_infra or traj.termination in ("model_error", "setup_error"):
         return "server_error"
     if traj.termination in ("timeout", "episode_timeout"):
         return "timeout"
@@ -198,11 +198,12 @@ class Arena:
         with serve_worlds(list(worlds.values())) as base_url:
             for name, world in worlds.items():
                 runtime = WorldRuntime(world)
-                infos = {t.id: runtime.task_info(t) for t in world.tasks}
-                spec = RunSpec(server=base_url + world_path(name), tasks=list(infos.values()), concurrency=2,
+                public = [runtime.task_info(t) for t in world.tasks]  # what the policy is given
+                spec = RunSpec(server=base_url + world_path(name), tasks=public, concurrency=2,
                                seed=self.seed, output=folder / f"trajectories-{name}.jsonl", config=self.episode)
                 trajs, _ = await run(spec, lambda i, name=name: self.make_policy(name, i))
-                reports[name] = diagnose(name, trajs, infos)
+                # the arena judges its own runs: it reads the tasks' kinds and references, the policy never did
+                reports[name] = diagnose(name, trajs, {t.id: runtime.task_info(t, reveal=True) for t in world.tasks})
         return reports
 
 
