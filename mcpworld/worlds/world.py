@@ -58,9 +58,26 @@ def db_time(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
+def _dump_in_field_order(self: SQLModel, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    """`model_dump` with the model's fields in declaration order, then any other keys sorted.
+
+    Why: a table row's attributes sit in its `__dict__` in the order SQLAlchemy happened to load them (a fresh
+    load, a refresh after a write, an expired attribute), so the same row dumped after different calls, or in
+    another process, came out in another key order, and a trajectory's bytes with it.
+    """
+    data = SQLModel.model_dump(self, *args, **kwargs)
+    fields = type(self).model_fields
+    ordered = {k: data[k] for k in fields if k in data}
+    if len(ordered) < len(data):
+        ordered.update((k, data[k]) for k in sorted(data) if k not in ordered)
+    return ordered
+
+
 def world_base() -> type[SQLModel]:
-    """A fresh SQLModel base with its own metadata, so two worlds may both have a `user` table."""
-    return type("WorldBase", (SQLModel,), {}, registry=sa_registry())  # type: ignore[call-arg]
+    """A fresh SQLModel base with its own metadata, so two worlds may both have a `user` table; its rows dump
+    their fields in one order, whatever loaded them."""
+    return type("WorldBase", (SQLModel,), {"model_dump": _dump_in_field_order},  # type: ignore[call-arg]
+                registry=sa_registry())
 
 
 class ToolError(Exception):
