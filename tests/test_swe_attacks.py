@@ -89,3 +89,18 @@ def test_a_contained_command_cannot_see_a_path_it_listed_in_alternates(workspace
                                             workspace.root, 30, writable=workspace.parent)
     assert "the answer" not in result.stdout  # before the fix: mounted, and readable
     assert result.stdout.strip().endswith("1")  # git still works on the objects the server recorded
+
+
+@pytest.mark.skipif(not bwrap_works(), reason="bubblewrap cannot make namespaces here")
+def test_a_contained_command_cannot_read_the_projects_answers(workspace: Workspace) -> None:
+    """mcpworld's package data (every shipped gold patch, every world's tasks) was readable from the shell."""
+    import mcpworld
+
+    package = Path(mcpworld.__file__).resolve().parent
+    gold = next(package.glob("swe/data/repos/*/instances/*/gold.patch"))
+    tasks = package / "worlds" / "catalog" / "airline" / "tasks.py"
+    assert gold.read_text() and tasks.read_text()  # the server itself reads them
+    result = LocalBackend(isolate=True).run(f"cat {gold} {tasks}; ls {package} | wc -l; python -c 'print(1 + 1)'",
+                                            workspace.root, 30, writable=workspace.parent)
+    assert "diff --git" not in result.stdout and "Task(" not in result.stdout
+    assert result.stdout.split()[-2:] == ["0", "2"]  # an empty folder; Python itself still runs

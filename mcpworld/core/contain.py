@@ -104,9 +104,18 @@ def hide(path: str | Path) -> None:
         _HIDE.append(real)
 
 
+def package_dir() -> str:
+    """mcpworld's own package folder: its data holds every shipped SWE instance's gold and test patches and every
+    world's tasks (references included), so no host-root sandbox (an agent's shell) may read it."""
+    import mcpworld  # the package root; core may import its own package
+
+    return os.path.realpath(Path(mcpworld.__file__).parent)
+
+
 def hidden_paths() -> list[str]:
-    """Folders replaced by an empty tmpfs in a host-root sandbox: homes, the data dir (registry.token), `hide`'s."""
-    paths = ["/root", "/home", data_home(), os.path.realpath(os.path.expanduser("~")),
+    """Folders replaced by an empty tmpfs in a host-root sandbox: homes, the data dir (registry.token), mcpworld's
+    package (its answers), `hide`'s."""
+    paths = ["/root", "/home", data_home(), os.path.realpath(os.path.expanduser("~")), package_dir(),
              *(p for p in _HIDE if not _under(p, "/tmp"))]  # /tmp is private already
     out: list[str] = []
     for path in paths:
