@@ -104,3 +104,27 @@ def test_a_contained_command_cannot_read_the_projects_answers(workspace: Workspa
                                             workspace.root, 30, writable=workspace.parent)
     assert "diff --git" not in result.stdout and "Task(" not in result.stdout
     assert result.stdout.split()[-2:] == ["0", "2"]  # an empty folder; Python itself still runs
+
+
+@pytest.mark.skipif(not bwrap_works(), reason="bubblewrap cannot make namespaces here")
+def test_a_contained_command_reaches_no_host_socket_and_no_root_only_file(workspace: Workspace) -> None:
+    """The network namespace does not cover filesystem sockets: one under /run was reachable, as root."""
+    import socket
+    import uuid
+
+    path = Path("/run") / f"mcpworld-test-{uuid.uuid4().hex[:8]}.sock"
+    if not os.access("/run", os.W_OK):
+        pytest.skip("cannot create a socket under /run here")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(1)
+    try:
+        connect = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{path}'); print('connected')"
+        probe = f'python -c "{connect}"; ls /run | wc -l; cat /etc/shadow 2>/dev/null | wc -c'
+
+        result = LocalBackend(isolate=True).run(probe, workspace.root, 30, writable=workspace.parent)
+        assert "connected" not in result.stdout, result.stdout  # before: connected, and the peer saw uid 0
+        assert result.stdout.split()[-2:] == ["0", "0"]  # /run is empty; nothing of /etc/shadow is read
+    finally:
+        server.close()
+        path.unlink(missing_ok=True)

@@ -94,6 +94,7 @@ def data_home() -> str:
 
 
 _HIDE: list[str] = []
+SECRET_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers")  # root-only host files: empty in a host-root sandbox
 
 
 def hide(path: str | Path) -> None:
@@ -116,6 +117,7 @@ def hidden_paths() -> list[str]:
     """Folders replaced by an empty tmpfs in a host-root sandbox: homes, the data dir (registry.token), mcpworld's
     package (its answers), `hide`'s."""
     paths = ["/root", "/home", data_home(), os.path.realpath(os.path.expanduser("~")), package_dir(),
+             "/run",  # the host's Unix sockets (docker.sock, the system D-Bus): the net namespace does not cover them
              *(p for p in _HIDE if not _under(p, "/tmp"))]  # /tmp is private already
     out: list[str] = []
     for path in paths:
@@ -162,7 +164,7 @@ def bwrap_argv(inner: Sequence[str], *, cwd: str | None = None, rw: Sequence[str
         for path in ro:  # but what was asked for explicitly stays visible
             if any(_under(path, h) for h in hidden) and os.path.exists(path):
                 args += ["--ro-bind", path, path]
-        for path in _HIDE:  # hidden files read as empty
+        for path in [*SECRET_FILES, *_HIDE]:  # hidden files read as empty
             if os.path.isfile(path) and not _under(path, "/tmp"):
                 args += ["--ro-bind", "/dev/null", path]
     else:
