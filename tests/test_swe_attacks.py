@@ -128,3 +128,43 @@ def test_a_contained_command_reaches_no_host_socket_and_no_root_only_file(worksp
     finally:
         server.close()
         path.unlink(missing_ok=True)
+
+
+def test_search_skips_fifos_and_devices_instead_of_blocking(workspace: Workspace) -> None:
+    """A FIFO in the checkout made `search` block forever on it, holding its thread and the episode."""
+    import threading
+
+    from mcpworld.swe.search import search
+
+    os.mkfifo(workspace.root / "pipe.py")
+    (workspace.root / "dev.py").symlink_to("/dev/zero")  # a device behind a link (outside the checkout: skipped)
+    done: list[str] = []
+    worker = threading.Thread(target=lambda: done.append(search(workspace.root, "return")), daemon=True)
+    worker.start()
+    worker.join(timeout=60)  # a condition, not a timing: before the fix this thread never ended
+    assert done and "app.py:2:" in done[0] and "pipe.py" not in done[0]
+
+
+def test_a_pathological_pattern_stops_at_its_deadline_without_freezing_the_process(workspace: Workspace) -> None:
+    """`(a|aa)+$` on a long line backtracks without end; with `re` it held the GIL: every world stopped."""
+    import threading
+
+    from mcpworld.swe.search import SearchError, search
+
+    (workspace.root / "big.txt").write_text("a" * 60 + "b\n")
+    outcome: list[BaseException | str] = []
+
+    def run() -> None:
+        try:
+            outcome.append(search(workspace.root, "(a|aa)+$", timeout_s=2.0))
+        except SearchError as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    ticks = 0
+    while worker.is_alive():  # this thread keeps running while the pattern is matched: the GIL is free
+        ticks += 1
+    worker.join()
+    assert isinstance(outcome[0], SearchError) and "took longer than 2s" in str(outcome[0])
+    assert ticks > 10_000

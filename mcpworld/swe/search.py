@@ -1,19 +1,26 @@
 """`search`: grep file contents or find files by name inside the workspace, without a shell.
 
 Done in Python over the checkout (hidden folders, caches and binary files skipped) so it needs no execution
-backend and can never reach outside the repository.
+backend and can never reach outside the repository. Bounded, since the agent writes both the pattern and the
+files: a pattern runs on the `regex` engine with the GIL released and a deadline (a backtracking `(a+)+$` once
+froze every server of the process), and only regular files are read, never a FIFO or a device (a FIFO once
+blocked the search, and its thread, forever).
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
-import re
+import stat
+import time
 from pathlib import Path
+
+import regex
 
 from mcpworld.swe.paths import PathRefused, resolve_path, shown
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
+SEARCH_TIMEOUT_S = 5.0  # one content search, every file together
 SKIP_DIRS = {"__pycache__", "node_modules", ".git", ".tox", ".venv", "venv", ".mypy_cache", ".pytest_cache"}
 
 
@@ -38,7 +45,8 @@ def _files(top: Path, real_root: Path) -> list[Path]:
 
 
 def search(root: Path, pattern: str, path: str | None = None, kind: str = "content", include: str | None = None,
-           ignore_case: bool = False, fixed_strings: bool = False, max_results: int = 100) -> str:
+           ignore_case: bool = False, fixed_strings: bool = False, max_results: int = 100,
+           timeout_s: float = SEARCH_TIMEOUT_S) -> str:
     """Matches as `path:line:text` (kind=content, a regex) or file paths (kind=files, a glob on the name)."""
     if not pattern:
         raise SearchError("Parameter `pattern` is required.")
@@ -59,16 +67,22 @@ def search(root: Path, pattern: str, path: str | None = None, kind: str = "conte
             if fnmatch.fnmatch(f.name, pattern) or fnmatch.fnmatch(rel, pattern):
                 hits.append(shown(root, f))
     elif kind == "content":
-        flags = re.IGNORECASE if ignore_case else 0
+        flags = regex.IGNORECASE if ignore_case else 0
         try:
-            rx = re.compile(re.escape(pattern) if fixed_strings else pattern, flags)
-        except re.error as exc:
+            rx = regex.compile(regex.escape(pattern) if fixed_strings else pattern, flags | regex.VERSION0)
+        except (regex.error, ValueError) as exc:
             raise SearchError(f"Invalid regular expression {pattern!r}: {exc}. Escape special characters or pass "
                               "fixed_strings=true.") from None
-        for f in files:
-            if len(hits) > max_results:
-                break
-            hits += _grep(f, rx, shown(root, f), max_results + 1 - len(hits))
+        deadline = time.monotonic() + timeout_s
+        try:
+            for f in files:
+                if len(hits) > max_results:
+                    break
+                hits += _grep(f, rx, shown(root, f), max_results + 1 - len(hits), deadline)
+        except TimeoutError:
+            raise SearchError(f"The search for {pattern!r} took longer than {timeout_s:g}s and was stopped: simplify "
+                              "the pattern (nested repeats such as (a+)+ backtrack without end), narrow `path` or "
+                              "`include`, or pass fixed_strings=true.") from None
     else:
         raise SearchError(f"Unknown kind {kind!r}: use 'content' (grep) or 'files' (find by name).")
     if not hits:
@@ -79,18 +93,37 @@ def search(root: Path, pattern: str, path: str | None = None, kind: str = "conte
     return f'Found {min(len(hits), max_results)}{"+" if more else ""} matches for "{pattern}" in {label}:\n{body}{tail}'
 
 
-def _grep(path: Path, rx: re.Pattern[str], label: str, limit: int) -> list[str]:
+def _read_regular(path: Path) -> bytes | None:
+    """The file's bytes when it is a regular file of at most MAX_FILE_BYTES, opened without blocking (a FIFO
+    opened for reading waits for a writer) and checked on the open descriptor; None for anything else."""
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            return []
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
+            return None
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            return fh.read(MAX_FILE_BYTES + 1)[:MAX_FILE_BYTES]
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _grep(path: Path, rx: regex.Pattern[str], label: str, limit: int, deadline: float) -> list[str]:
+    data = _read_regular(path)
+    if data is None:
         return []
     if b"\0" in data[:1024]:
         return []
     out = []
     for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
-        if rx.search(line):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        if rx.search(line, concurrent=True, timeout=left):  # the GIL released while it matches
             out.append(f"{label}:{n}:{line[:240]}")
             if len(out) >= limit:
                 break
