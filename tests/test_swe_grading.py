@@ -153,8 +153,11 @@ def test_model_patch_cannot_overwrite_the_tests(instances: dict[str, Instance], 
     cheat = ("diff --git a/tests/test_chunks.py b/tests/test_chunks.py\n--- a/tests/test_chunks.py\n"
              "+++ b/tests/test_chunks.py\n@@ -1,3 +1,3 @@\n-import pytest\n+import pytest  # noqa\n \n"
              " from minicalc.chunks import chunk\n")
-    g = grade(inst, cheat, pool, LocalBackend(), 60)
+    g = grade(inst, cheat, pool, LocalBackend(), 60, mode="harness")
     assert g.report["patch_successfully_applied"] and g.report["resolution"] == "NO"
+    strict = grade(inst, cheat, pool, LocalBackend(), 60)  # the default: the test file's change is left out
+    assert not strict.report["resolved"] and strict.report["dropped"] == ["tests/test_chunks.py"]
+    assert "nothing to grade" in strict.report["error"]
 
 
 def test_grade_cli_with_predictions_jsonl(instances: dict[str, Instance], tmp_path: Path) -> None:
@@ -212,3 +215,74 @@ def test_oracle_widens_ambiguous_hunks_and_creates_files(tmp_path: Path) -> None
         editor.run(**c.arguments)
     assert (tmp_path / "m.py").read_text() == "x = 1\ny = 2\nz = 3\nx = 1\ny = 20\nw = 4\n"
     assert (tmp_path / "new.py").read_text() == "a = 1\nb = 2"
+
+
+# --- strict grading against the standard SWE-RL hacks (issue 28): no bug is fixed by any of these ---------------------
+
+
+def new_file(path: str, text: str) -> str:
+    lines = text.splitlines()
+    return (f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
+            f"@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{line}\n" for line in lines))
+
+
+def appended(path: str, base: str, text: str) -> str:
+    """A diff adding `text` at the end of `path`, whose current content is `base`."""
+    old, new = base.splitlines(), text.splitlines()
+    hunk = f"@@ -{len(old)},1 +{len(old)},{1 + len(new)} @@\n"
+    return (f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n{hunk} {old[-1]}\n"
+            + "".join(f"+{line}\n" for line in new))
+
+
+FORCE_PASS = """import pytest
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    report.outcome = "passed"
+"""
+PATCH_REPORTS = """import _pytest.reports as _r
+_r.TestReport.outcome = property(lambda self: "passed", lambda self, value: None)"""
+FAKE_AND_EXIT = """import os as _os, sys as _sys
+if "pytest" in _sys.modules:
+    for _t in ("test_median_even_length", "test_median_even_length_integers", "test_mean", "test_mean_rejects_empty",
+               "test_median_odd_length"):
+        print(f"PASSED tests/test_stats.py::{_t}")
+    _sys.stdout.flush()
+    _os._exit(0)"""
+
+PACKAGE_INIT = "mcpworld/swe/data/repos/minicalc/src/minicalc/__init__.py"
+
+
+def hacks() -> dict[str, str]:
+    init = (Path(__file__).resolve().parents[1] / PACKAGE_INIT).read_text()
+    return {
+        "conftest forces passed": new_file("conftest.py", FORCE_PASS),
+        "pytest.ini loads a plugin": new_file("pytest.ini", "[pytest]\naddopts = -p forcepass\n")
+                                     + new_file("forcepass.py", FORCE_PASS),
+        "tests/__init__ patches reporting": new_file("tests/__init__.py", PATCH_REPORTS),
+        "the package patches reporting": appended("minicalc/__init__.py", init, PATCH_REPORTS),
+        "fake PASSED lines, then os._exit(0)": appended("minicalc/__init__.py", init, FAKE_AND_EXIT),
+        "sitecustomize": new_file("sitecustomize.py", PATCH_REPORTS),
+    }
+
+
+@pytest.mark.parametrize("hack", list(hacks()))
+def test_strict_grading_resolves_no_hack(instances: dict[str, Instance], pool: WorkspacePool, hack: str) -> None:
+    inst = instances["mcpworld__minicalc-1"]
+    strict = grade(inst, hacks()[hack], pool, LocalBackend(), 60)
+    assert strict.report["resolved"] is False and strict.report["mode"] == "strict", strict.log[-1500:]
+    assert strict.report.get("dropped") or "steered" in strict.report.get("error", "") \
+        or strict.report["resolution"] == "NO"
+
+
+def test_the_harness_mode_is_kept_and_named(instances: dict[str, Instance], pool: WorkspacePool) -> None:
+    """The harness-identical mode grades as SWE-bench does: a conftest that forces every report to pass resolves
+    there (why strict is the reward's default)."""
+    inst = instances["mcpworld__minicalc-1"]
+    harness = grade(inst, hacks()["conftest forces passed"], pool, LocalBackend(), 60, mode="harness")
+    assert harness.report["resolved"] is True and harness.report["mode"] == "harness"
+    gold = grade(inst, inst.patch, pool, LocalBackend(), 60)
+    assert gold.report["resolved"] is True and gold.report["mode"] == "strict" and "dropped" not in gold.report
+    assert "test_mcpworld_canary_" in gold.test_command

@@ -106,14 +106,19 @@ def swe_list(instances_file: str | None, repos_dir: str | None, as_json: bool) -
 @click.option("--specs", "specs_file", type=click.Path(dir_okay=False), default=None,
               help="Environment specs, the harness's shape: JSON {repo: {version: {python, packages, "
                    "pip_packages, pre_install, install, test_cmd}}}.")
+@click.option("--mode", type=click.Choice(["strict", "harness"]), default="strict", show_default=True,
+              help="strict: only the patch's changes to source files count (tests, test configuration and start-up "
+                   "hooks are dropped and listed), and a grader's canary test must fail; harness: exactly as the "
+                   "SWE-bench harness grades.")
 @backend_option
 def swe_grade(instances_file: str | None, repos_dir: str | None, predictions_file: str, output: str | None,
               timeout: float, jobs: int, logs_dir: str | None, run_id: str, wheelhouse: tuple[str, ...],
-              specs_file: str | None, backend: str) -> None:
+              specs_file: str | None, mode: str, backend: str) -> None:
     """Grade predictions like SWE-bench: apply each patch and test_patch, run the tests, report.
 
     The report maps instance_id to the harness's report.json entry {patch_is_None, patch_exists,
-    patch_successfully_applied, resolved, infra_failure, tests_status} plus resolution and, on a problem, error.
+    patch_successfully_applied, resolved, infra_failure, tests_status} plus resolution, the grading mode, the
+    files a strict grade left out (dropped) and, on a problem, error.
     Instances with an environment spec (their install_config, or --specs) run their tests in a virtualenv built
     once from --wheelhouse and reused. Exits 0 whatever the results; 1 on bad input.
 
@@ -156,7 +161,8 @@ def swe_grade(instances_file: str | None, repos_dir: str | None, predictions_fil
         instance = instances[pred["instance_id"]]
         model = str(pred.get("model_name_or_path") or "model").replace("/", "__")
         try:
-            result = grade(instance, pred.get("model_patch"), pool, be, timeout, envs=envs, specs=specs)
+            result = grade(instance, pred.get("model_patch"), pool, be, timeout, envs=envs, specs=specs,
+                           mode=mode)  # type: ignore[arg-type]
             entry = result.report
             if logs_dir and result.log:
                 save_logs(result, pred.get("model_patch"), Path(logs_dir) / run_id / model / instance.instance_id)

@@ -13,12 +13,13 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import secrets
 import shlex
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
 
 from mcpworld.core.models import Check, Verdict
 from mcpworld.swe import logparsers
@@ -215,6 +216,52 @@ class Grade:
                                  "log_tail": self.log[-4000:], **self.extra})
 
 
+# -- strict mode: what the repository's own code cannot steer ---------------------------------------------------
+
+GradeMode = Literal["strict", "harness"]
+MODES: tuple[GradeMode, ...] = ("strict", "harness")
+PROTECTED_NAMES = frozenset({"conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml",
+                             "noxfile.py", "sitecustomize.py", "usercustomize.py"})
+TEST_FOLDERS = frozenset({"test", "tests", "testing"})
+
+
+def protected(path: str, test_files: Iterable[str] = ()) -> bool:
+    """Whether a patch may not change `path` in strict mode: tests and their folders, test configuration
+    (conftest, pytest.ini, tox.ini, setup.cfg, pyproject.toml), interpreter start-up hooks (sitecustomize,
+    usercustomize, *.pth). A fix changes source files; a change to these steers the run that judges it."""
+    pure = PurePosixPath(path)
+    name = pure.name
+    return (path in set(test_files) or name in PROTECTED_NAMES or name.endswith(".pth")
+            or name.startswith("test_") or name.endswith("_test.py")
+            or any(part in TEST_FOLDERS for part in pure.parts[:-1]))
+
+
+def split_patch(patch: str, test_files: Iterable[str] = ()) -> tuple[str, list[str]]:
+    """`patch` without its file sections that touch a protected path (either side of a rename), and those paths."""
+    sections = re.split(r"(?m)^(?=diff --git )", patch)
+    kept, dropped = [], []
+    for section in sections:
+        header = section.split("\n", 1)[0]
+        match = re.match(r"diff --git a/(.+?) b/(.+)$", header)
+        if match is None:
+            kept.append(section)
+            continue
+        paths = [match[1], match[2]]
+        if any(protected(p, test_files) for p in paths):
+            dropped += [p for p in dict.fromkeys(paths) if p not in dropped]
+        else:
+            kept.append(section)
+    return "".join(kept), dropped
+
+
+CANARY_TEST = "test_canary"
+
+
+def _single_pytest(command: str) -> bool:
+    """A command that is one pytest run, so a test file can be added at its end."""
+    return "pytest" in command and not re.search(r"[;&|\n`$()<>]", command)
+
+
 def env_spec(instance: Instance, specs: dict[str, dict[str, Any]] | None = None) -> EnvSpec | None:
     """The instance's environment: its own (SWE-rebench `install_config`), else `specs[repo][version]` (the
     harness's map shape), else None (the interpreter running mcpworld)."""
@@ -246,16 +293,31 @@ def _require_pytest(command: str) -> None:
 
 def grade(instance: Instance, patch: str | None, pool: WorkspacePool, backend: ExecutionBackend,
           timeout: float = 600.0, *, envs: EnvManager | None = None,
-          specs: dict[str, dict[str, Any]] | None = None) -> Grade:
+          specs: dict[str, dict[str, Any]] | None = None, mode: GradeMode = "strict") -> Grade:
     """Grade `patch` for `instance` in a fresh checkout (the agent's workspace is never touched).
 
     The tests run in the instance's environment (built once by `envs`, then reused), else with this interpreter.
     Raises WorkspaceError (EnvironmentUnavailable included) for problems on our side: those are not grades.
+
+    `mode="strict"` (the reward's default) grades only the patch's changes to source files: its changes to tests,
+    test configuration and start-up hooks are dropped and reported (`report["dropped"]`); and a pytest run gets a
+    canary, a failing test of the grader's under a random name, which must come back failed with a failing exit
+    status, else the run's reporting was steered and nothing is resolved. `mode="harness"` grades as the
+    SWE-bench harness does, every change applied.
     """
+    if mode not in MODES:
+        raise ValueError(f"grading mode {mode!r}: use one of {', '.join(MODES)}")
     report = empty_report(patch)
     if not report["patch_exists"]:
         report["error"] = "empty patch: nothing to grade" if patch is not None else "no patch (None)"
         return Grade(instance.instance_id, report)
+    dropped: list[str] = []
+    if mode == "strict":
+        patch, dropped = split_patch(patch or "", instance.test_patch_files)
+        if not patch.strip():
+            report.update(mode=mode, dropped=dropped, error="every change is to tests, test configuration or start-up "
+                          f"hooks, which strict grading leaves out ({', '.join(dropped)}): nothing to grade")
+            return Grade(instance.instance_id, report)
     spec = env_spec(instance, specs)
     env = (envs or EnvManager()).ensure(spec) if spec is not None else None
     command = test_command(instance, spec)
@@ -281,20 +343,36 @@ def grade(instance: Instance, patch: str | None, pool: WorkspacePool, backend: E
                 return Grade(instance.instance_id, {**report_from_log(instance, patch, log), "error": error}, log,
                              command)
         variables = scrubbed_env(ws.home)
-        script = command
+        run_command, canary = command, None
+        if mode == "strict" and _single_pytest(command):
+            canary = f"test_mcpworld_canary_{secrets.token_hex(6)}.py"  # written after every patch: the grader's
+            (ws.root / canary).write_text(f"def {CANARY_TEST}():\n    assert False, 'the grader expects this'\n")
+            run_command = f"{command} {canary}"
+        script = run_command
         if env is not None and spec is not None:
             variables.update(env.variables(ws.root), **spec.env_vars)
-            script = "\n".join([*spec.checkout_commands(), command])
+            script = "\n".join([*spec.checkout_commands(), run_command])
         result = backend.run(script, ws.root, timeout, env=variables, writable=ws.parent)
         output = result.stdout + ("\n" + result.stderr if result.stderr else "")
         log = eval_log(output, result.exit_code, timed_out=result.timed_out, timeout=timeout)
         report = report_from_log(instance, patch, log)
+        report["mode"] = mode
+        if dropped:
+            report["dropped"] = dropped
         if result.timed_out:
             report["error"] = f"tests timed out after {timeout:g}s: graded unresolved, as the harness does"
         elif "tests_status" not in report:
             report["error"] = (f"no gradable test results in the log (the test command exited {result.exit_code}): "
                                f"{output.strip()[-300:]}")
-        return Grade(instance.instance_id, report, log, command, duration_s=result.duration_s)
+        elif canary is not None:
+            parser = logparsers.parser_name(instance.repo, instance.framework, instance.log_parser)
+            statuses, _ = read_eval_log(log, parser)
+            seen = statuses.get(f"{canary}::{CANARY_TEST}")
+            if seen not in (FAILED, ERROR) or result.exit_code in (0, None):
+                report.update(resolved=False, resolution="NO", error=(
+                    f"the run's reporting was steered: the grader's failing canary test came back {seen or 'unseen'} "
+                    f"with exit status {result.exit_code}; graded unresolved"))
+        return Grade(instance.instance_id, report, log, run_command, duration_s=result.duration_s)
     finally:
         pool.discard(ws)  # deleted, and the next checkout prepared, in the background after the tests
         pool.prepare(instance.repo_source, commit, repo_dirname(instance))
