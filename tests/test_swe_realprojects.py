@@ -149,7 +149,7 @@ def test_tests_that_time_out_grade_unresolved_with_the_reason(real: tuple[dict[s
     hang = inst.patch + (
         "diff --git a/tests/__init__.py b/tests/__init__.py\n--- a/tests/__init__.py\n+++ b/tests/__init__.py\n"
         "@@ -0,0 +1,2 @@\n+import time\n+time.sleep(60)\n")
-    g = grade(inst, hang, pool, LocalBackend(), 3, envs=envs)
+    g = grade(inst, hang, pool, LocalBackend(), 3, envs=envs, mode="harness")  # strict would drop tests/__init__
     assert g.report["resolved"] is False and g.report["resolution"] == "NO"
     assert "timed out after 3s" in g.report["error"] and ">>>>> Tests Timed Out" in g.log
 
