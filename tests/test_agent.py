@@ -127,7 +127,8 @@ def test_broken_endpoints_fail_episodes_not_the_run(worlds_url: str, tmp_path: P
     assert failed.termination == "model_error" and "HTTP 500" in failed.error
     assert "no choices" in by_task["flight-status"].error
     assert "timed out" in by_task["update-email"].error
-    assert summary.episodes == 3 and summary.failures == {"model_error": 3}
+    assert summary.episodes == 0 and summary.setup_errors == 3  # not played: counted apart, a non-zero exit
+    assert "the model's endpoint failed" in (summary.setup_message() or "")
     assert len(read_trajectories(tmp_path / "out.jsonl")) == 3
 
 

@@ -2,8 +2,8 @@
 
 Exit status: 0 when every episode was played; LOST_EXIT (3) when some were lost to infrastructure errors (they
 are written as infra_error with no reward, and `--resume` plays exactly those again); SETUP_EXIT (4) when the run
-was set up so that some could not be played at all (the oracle got no references, a replay file lacks a task):
-written as setup_error, with no reward.
+was set up so that some could not be played at all (the oracle got no references, a replay file lacks a task, the
+model's endpoint failed): written as setup_error or model_error, with no reward, and played again by --resume.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from mcpworld.agent.loop import EpisodeConfig
 from mcpworld.agent.policies import POLICIES
 
 LOST_EXIT = 3  # episodes were lost to infrastructure errors: rerun with --resume
-SETUP_EXIT = 4  # episodes could not be played as the run was set up (no references, no recording): fix it
+SETUP_EXIT = 4  # episodes not played as the run was set up (no references, no recording, a failing model endpoint)
 
 
 def default_output(server: str, policy: str) -> Path:
@@ -79,8 +79,8 @@ def run_command(server: str, task_ids: tuple[str, ...], split: str | None, polic
 
     Exits 3 when episodes were lost to infrastructure errors (no reward is given for them); rerun with
     --resume to play exactly those. Exits 4 when the setup kept episodes from being played (the oracle got no
-    references from a server holding another registry token, a replay file lacks a task): the error says what
-    to fix; those episodes carry no reward either.
+    references from a server holding another registry token, a replay file lacks a task, the model's endpoint
+    failed): the error says what to fix; those episodes carry no reward either.
 
     \b
     Examples:

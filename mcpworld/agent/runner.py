@@ -45,6 +45,11 @@ class RunSpec:
         return min(self.backoff_s * 2 ** max(attempt - 1, 0), self.max_backoff_s)
 
 
+UNPLAYED = frozenset({Termination.SETUP_ERROR, Termination.MODEL_ERROR})
+"""Endings where the policy never got to act as set up (its references, its recording, its model's endpoint): not
+played, counted apart, a non-zero exit, and played again by --resume."""
+
+
 @dataclass
 class Summary:
     episodes: int
@@ -55,8 +60,8 @@ class Summary:
     skipped: int = 0
     lost: int = 0  # episodes lost to infrastructure errors (not in the other numbers)
     lost_reasons: dict[str, int] = field(default_factory=dict)
-    setup_errors: int = 0  # episodes the run's setup kept from being played (not in the other numbers)
-    setup_example: str = ""  # the first of their errors: what to fix
+    setup_errors: int = 0  # episodes the run's setup (or the model's endpoint) kept from being played (not in the
+    setup_example: str = ""  # other numbers), and the first of their errors: what to fix
 
     def rows(self) -> list[tuple[str, str]]:
         return [("episodes", str(self.episodes)), ("skipped (resume)", str(self.skipped)),
@@ -71,7 +76,7 @@ class Summary:
         if not self.setup_errors:
             return None
         return (f"{self.setup_errors} episode{'s' if self.setup_errors != 1 else ''} not played: the run is set up "
-                f"wrong (no reward was recorded): {self.setup_example}")
+                f"wrong or the model's endpoint failed (no reward was recorded): {self.setup_example}")
 
     def lost_message(self) -> str | None:
         """'12 episodes lost to infrastructure errors (server unreachable); rerun with --resume', or None."""
@@ -86,8 +91,8 @@ class Summary:
 def summarize(trajectories: list[Trajectory], skipped: int = 0) -> Summary:
     """Scores over the episodes the agent played; episodes lost to infrastructure errors are counted apart."""
     lost = [t for t in trajectories if t.is_infra]
-    setup = [t for t in trajectories if t.termination == Termination.SETUP_ERROR]
-    played = [t for t in trajectories if not t.is_infra and t.termination != Termination.SETUP_ERROR]
+    setup = [t for t in trajectories if t.termination in UNPLAYED]
+    played = [t for t in trajectories if not t.is_infra and t.termination not in UNPLAYED]
     n = len(played)
     failures = Counter(t.termination if t.termination != "final_answer" else "verifier" for t in played
                        if not (t.verdict and t.verdict.passed))
@@ -116,8 +121,7 @@ async def run(spec: RunSpec, make_policy: Callable[[int], Policy],
     infra or setup error: episodes lost to the infrastructure, or kept from playing by the setup, are played again.
     """
     name = spec.server if spec.server.startswith("http") else full_name(spec.server)
-    done = {t.key for t in read_trajectories(spec.output)
-            if not t.is_infra and t.termination != Termination.SETUP_ERROR} \
+    done = {t.key for t in read_trajectories(spec.output) if not t.is_infra and t.termination not in UNPLAYED} \
         if spec.output and spec.resume else set()
     jobs = [(task, s) for task in spec.tasks for s in range(spec.samples) if (name, task.id, s) not in done]
     writer = TrajectoryWriter(spec.output) if spec.output else None
