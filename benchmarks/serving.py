@@ -79,8 +79,8 @@ def bare_app(runtime: Any) -> Any:
             episode = runtime.fork(params.get("task"), params.get("seed", 0))
             episodes[episode.id] = episode
             result = {"episode": episode.id, "task": params.get("task"),
-                      "instruction": episode.task.instruction if episode.task else "",
-                      "policy": policy, "expiresInS": 1800.0}
+                      "instruction": runtime.instruction(episode.task) if episode.task else "",
+                      "policy": policy, "expiresInS": 1800.0, "environment": runtime.environment}
         elif method == "tools/call":
             episode = episodes[params["_meta"]["io.mcpworld/episode"]]
             outcome = runtime.call(episode, params["name"], params.get("arguments"))

@@ -152,3 +152,42 @@ def run_command(server: str, task_ids: tuple[str, ...], split: str | None, polic
         click.echo(f"error: {lost}", err=True)
         click.echo(f"  the same command with: --resume -o {output}", err=True)
         raise SystemExit(LOST_EXIT)
+
+
+@click.command("rescore")
+@click.argument("trajectories", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the report (every changed verdict, the skip reasons) as JSON here.")
+def rescore_command(trajectories: Path, json_path: Path | None) -> None:
+    """Judge stored episodes again: each trajectory's calls replayed on a fresh fork of its task and seed,
+    verified by the world as it is now (in this process), and compared with the stored verdict.
+
+    Use it after a world's tasks, tools or data changed, to see which stored rollouts would now be judged
+    differently. Each trajectory records the build that judged it (`environment.digest`). Episodes that were
+    never played (infrastructure, setup, model errors) are skipped and counted. Exit status: 0 when no verdict
+    changed, 1 when some did, 2 on unreadable input.
+
+    \b
+    Example:
+      mcpworld run --server airline --policy oracle -o airline.jsonl
+      mcpworld rescore airline.jsonl --json rescored.json
+    """
+    import json
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from mcpworld.agent.rescore import rescore
+
+    report = rescore(trajectories)
+    table = Table("task", "sample", "before", "after", "build before → now", title=f"{trajectories}: "
+                  f"{len(report.rescored)} rescored, {len(report.changed)} changed")
+    for r in report.changed:
+        table.add_row(r.task, str(r.sample), f"{r.before} ({r.score_before})", f"{r.after} ({r.score_after:g})",
+                      f"{r.built_before or '?'} → {r.built_after or '?'}")
+    Console().print(table)
+    for why, n in sorted(report.skipped.items()):
+        click.echo(f"skipped {n}: {why}")
+    if json_path is not None:
+        json_path.write_text(json.dumps(report.as_dict(), indent=2, default=str))
+    raise SystemExit(1 if report.changed else 0)

@@ -128,6 +128,8 @@ class Trajectory(BaseModel):
     error: str | None = None
     duration_s: float = 0.0
     attempts: int = 1  # tries this (task, sample) took: more than 1 when infrastructure errors were retried
+    environment: dict[str, str] = Field(default_factory=dict)  # the build that judged it (world, version, digest,
+    # mcpworld, verdict): what `mcpworld rescore` compares against
 
     @property
     def key(self) -> tuple[str, str, int]:

@@ -46,6 +46,8 @@ class LazyGroup(click.Group):
                  "registry": ("mcpworld.registry.cli:registry_group", "List, check, publish and export servers."),
                  "up": ("mcpworld.app.up_cli:up_command", "Start everything: registry, worlds, SWE, one port."),
                  "run": ("mcpworld.agent.cli:run_command", "Play tasks with a policy and record trajectories."),
+                 "rescore": ("mcpworld.agent.cli:rescore_command",
+                             "Judge stored trajectories again against the worlds as they are now."),
                  "train": ("mcpworld.trainer.cli:train_group", "Rollouts, rewards, curriculum, SFT, GRPO, OpenRLHF."),
                  "swe": ("mcpworld.app.swe_cli:swe_group", "The SWE sandbox: list, grade, build instances."),
                  "synth": ("mcpworld.synth.cli:synth_group", "Synthesize worlds and tasks; import Agent-World."),

@@ -36,6 +36,7 @@ class StartResult(types.Result):
     instruction: str = ""
     policy: str = ""  # the world's rules the agent must follow, even where a tool would allow an action
     expires_in_s: float
+    environment: dict[str, str] = {}  # which build of the environment this is (name, version, digest, mcpworld)
 
 
 class EpisodeParams(types.RequestParams):

@@ -5,6 +5,7 @@ A world package is a directory with an `__init__.py` that defines `world = World
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import sys
@@ -66,7 +67,21 @@ def load_world(path: str | Path) -> World:
     world = getattr(module, "world", None)
     if not isinstance(world, World):
         raise WorldLoadError(f"{init}: defines no `world = World(...)`")
+    if not world.digest:
+        world.digest = package_digest(package or init)
     return world
+
+
+def package_digest(path: Path) -> str:
+    """A content hash of a world package (its code and data files, by relative path): which build of a world
+    produced a trajectory, so stored rollouts can be re-scored and compared after the world changes."""
+    files = [path] if path.is_file() else sorted(
+        p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+    digest = hashlib.sha256()
+    for file in files:
+        digest.update(str(file.relative_to(path.parent if path.is_file() else path)).encode() + b"\0")
+        digest.update(file.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
 
 
 def discover(extra: list[Path] | None = None) -> list[WorldRef]:

@@ -46,6 +46,7 @@ from mcpworld.worlds.world import Outcome, Task, ToolError, World
 
 CHANGES_TABLE = "_mcpworld_changes"
 MAX_REFERENCES = 4096  # cached reference end states, per (task, seed)
+VERDICT_MODE = "typed-submissions-1"  # how verdicts are made: typed submissions, one sealed verdict, free text
 MAX_HELD_ROWS = 512  # loaded rows an episode keeps between its calls (beyond it, none: memory stays bounded)
 
 
@@ -424,6 +425,14 @@ class WorldRuntime:
             finally:
                 episode.close()
         return states
+
+    @cached_property
+    def environment(self) -> dict[str, str]:
+        """Which build of which world judges its episodes: recorded in every trajectory (`mcpworld rescore`)."""
+        from mcpworld import __version__
+
+        return {"world": self.world.name, "version": self.world.version, "digest": self.world.digest,
+                "mcpworld": __version__, "verdict": VERDICT_MODE}
 
     @cached_property
     def listed_tools(self) -> list[dict[str, Any]]:

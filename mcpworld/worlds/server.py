@@ -403,7 +403,8 @@ class WorldServer:
             raise MCPError(code=types.INVALID_REQUEST, message=str(exc)) from None
         started: dict[str, Any] = {"episode": episode.id, "task": task,
                                    "instruction": self.runtime.instruction(episode.task) if episode.task else "",
-                                   "policy": self._policy, "expiresInS": float(self.episodes.limits.ttl_s)}
+                                   "policy": self._policy, "expiresInS": float(self.episodes.limits.ttl_s),
+                                   "environment": self.runtime.environment}
         if task is None:
             del started["task"]
         return started

@@ -206,7 +206,9 @@ class World:
     """Columns (per table) that may differ from the reference: free text the agent words itself, judged by
     the task's own checks. Everything else in the final database must match the reference exactly."""
     max_answer_chars: int = 400
-    """Answers longer than this fail: an answer must commit, not list every candidate."""
+    """The longest decline message a world accepts."""
+    digest: str = ""
+    """A content hash of the world's package, set by the loader (empty for a world built in code)."""
 
     @property
     def policy(self) -> str:
