@@ -176,6 +176,8 @@ def test_bridge_rewards_ranges_and_errors(worlds_url: str, monkeypatch: pytest.M
     logged = [json.loads(line) for line in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
     assert sorted(x["reward"] for x in logged) == sorted(x["reward"] for x in r.values())
     assert {x["termination"] for x in logged} >= {"final_answer", "unknown_tool", "truncated", "infra_error"}
+    played = [x for x in logged if x["termination"] == "final_answer"]
+    assert played and all(x["environment"]["world"] == "airline" and x["environment"]["digest"] for x in played)
 
 
 @pytest.fixture

@@ -259,6 +259,7 @@ def test_verl_rewards_masks_and_infra_errors(worlds_url: str, airline_prompts: l
     assert out.meta_info["reward_extra_keys"] == list(INFO_KEYS)
     logged = [json.loads(line) for line in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
     assert sorted(x["termination"] for x in logged) == sorted(r.termination for r in rows_of(out))
+    assert {x["environment"].get("world") for x in logged if x["termination"] == "final_answer"} == {"airline"}
 
 
 async def reference_results(server: str, calls: list[ToolCall]) -> list[str]:

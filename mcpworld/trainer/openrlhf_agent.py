@@ -117,6 +117,7 @@ class MCPWorldAgent(AgentInstanceBase):
         self.shared: SharedClient | None = None
         self.ctl: EpisodeControl | None = None
         self.episode: str | None = None  # the server's episode id while it is open
+        self.environment: dict[str, str] = {}  # the build that judges it (the start result's)
         self.tools: set[str] = set()
         self.turns = 0
         self.tool_errors = 0
@@ -136,7 +137,8 @@ class MCPWorldAgent(AgentInstanceBase):
         try:
             self.ctl = await self.shared.control()
             self.tools = {t.name for t in await self.ctl.tools()}
-            self.episode = (await self.ctl.start(label["task"], int(label.get("seed", 0)))).episode
+            started = await self.ctl.start(label["task"], int(label.get("seed", 0)))
+            self.episode, self.environment = started.episode, dict(started.environment)
         except Exception as exc:  # reported at the first step, never raised into OpenRLHF
             self._lose(exc)
         return {"observation": states["observation"]}
@@ -251,7 +253,7 @@ class AgentExecutor(MultiTurnAgentExecutor):
                 result["extra_logs"] = agent.result(0.0, "", True)["extra_logs"]
             result["termination"] = str(agent.termination) if agent and agent.termination else None
             if agent is None or agent.infra is None:
-                return log_rollout(result)
+                return log_rollout(result, agent.environment if agent else None)
             if attempt <= retries:
                 await asyncio.sleep(infra_backoff_s(attempt))
         if mode == "raise":

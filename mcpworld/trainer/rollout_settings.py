@@ -66,14 +66,16 @@ def infra_backoff_s(attempt: int) -> float:
     return min(float(os.environ.get("MCPWORLD_INFRA_BACKOFF_S", "2")) * 2 ** (attempt - 1), 30.0)
 
 
-def log_rollout(result: dict[str, Any]) -> dict[str, Any]:
-    """Append the rollout's outcome (`reward`, `termination`, `extra_logs`) to MCPWORLD_ROLLOUT_LOG (JSONL, one
-    write per line), when set: the reward curve of a run, whatever the trainer's own logger is."""
+def log_rollout(result: dict[str, Any], environment: dict[str, str] | None = None) -> dict[str, Any]:
+    """Append the rollout's outcome (`reward`, `termination`, `extra_logs`) and the `environment` build that judged
+    it to MCPWORLD_ROLLOUT_LOG (JSONL, one write per line), when set: the reward curve of a run, whatever the
+    trainer's own logger is."""
     path = os.environ.get("MCPWORLD_ROLLOUT_LOG")
     if path:
         logs = {k: float(v) for k, v in (result.get("extra_logs") or {}).items()}
         line = json.dumps({"time": round(time.time(), 3), "reward": float(result["reward"]),
-                           "termination": result.get("termination"), **logs}) + "\n"
+                           "termination": result.get("termination"), **logs,
+                           "environment": environment or {}}) + "\n"
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, line.encode())

@@ -77,6 +77,7 @@ class Played:
     response_mask: list[int] = field(default_factory=list)
     logprobs: list[float] | None = field(default_factory=list)
     episode: str | None = None  # the server's episode id while it is open
+    environment: dict[str, str] = field(default_factory=dict)  # the build that judges it (the start result's)
     termination: Termination | None = None
     passed: bool = False
     replies: int = 0
@@ -159,7 +160,8 @@ class MCPWorldAgentLoop(AgentLoopBase):
         try:
             ctl = await shared.control()
             tools = {t.name for t in await ctl.tools()}
-            played.episode = (await ctl.start(label["task"], int(label.get("seed") or 0))).episode
+            started = await ctl.start(label["task"], int(label.get("seed") or 0))
+            played.episode, played.environment = started.episode, dict(started.environment)
             await self.turns(played, ctl, tools, sampling_params)
         except asyncio.CancelledError:
             task = asyncio.current_task()
@@ -253,7 +255,7 @@ class MCPWorldAgentLoop(AgentLoopBase):
         ending = str(termination) if termination is not None else "bad_row"
         if termination is Termination.MODEL_ERROR:
             logger.warning("mcpworld: model error: %s", played.error)
-        log_rollout({"reward": reward, "termination": ending, "extra_logs": info})
+        log_rollout({"reward": reward, "termination": ending, "extra_logs": info}, played.environment)
         return AgentLoopOutput(
             prompt_ids=played.prompt_ids, response_ids=played.response_ids[:n], response_mask=mask[:n],
             response_logprobs=logprobs[:n] if logprobs is not None else None,
