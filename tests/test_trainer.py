@@ -84,7 +84,7 @@ def test_judge_scores_and_falls_back() -> None:
     assert garbage.value == 0.0 and garbage.label == "judge_error" and len(garbage.evidence["judge_errors"]) == 2
     assert timeout.value == 1.0 and "timed out" in timeout.evidence["judge_errors"][0]
     prompt = llm.requests[0]["messages"][0]["content"]
-    assert "PASS row updated" in prompt and '"orders"' in prompt and "cancel" in prompt
+    assert "PASS row updated" in prompt and '\\"orders\\"' in prompt and "cancel" in prompt  # the diff, quoted
 
 
 def test_judge_cannot_be_steered_by_the_answer() -> None:
