@@ -113,6 +113,7 @@ def test_entities_are_a_set_matched_by_id_or_exact_name() -> None:
     part = Entities(expected=[["Priya Nair", "E03"], ["Lucas", "E05"]])
     for form in (["Priya Nair", "Lucas"], ["E05", "E03"], ["priya  nair", "e05"], ["E03", "Priya Nair", "E05"]):
         assert judged([part], form), form
+    assert judged([part], '["E03", "E05"]')
     assert not judged([part], ["E03"])  # one missing
     assert not judged([part], ["E03", "E05", "E07"])  # one too many: listing every candidate fails
     assert not judged([part], ["Priya", "E05"])  # not an alias the task knows
@@ -126,6 +127,7 @@ def test_several_parts_take_an_object_with_one_key_each() -> None:
     schema = answer_schema(parts)
     assert schema["required"] == ["yes", "status"] and schema["properties"]["yes"]["type"] == "boolean"
     assert judged(parts, {"yes": True, "status": "delayed"})
+    assert judged(parts, '{"yes": true, "status": ["delayed"]}')  # as JSON text, from a string-typed tool schema
     assert not judged(parts, {"yes": True, "status": "on time"})
     with pytest.raises(SubmissionError, match="missing status"):
         read_submission(parts, {"yes": True})

@@ -12,6 +12,7 @@ a hedge or a homoglyph has no typed value to hide in.
 from __future__ import annotations
 
 import datetime
+import json
 import re
 import unicodedata
 from typing import Annotated, Any, ClassVar, Literal, Union
@@ -294,9 +295,15 @@ def read_submission(parts: list[AnswerPart], answer: Any) -> list[Any]:
 
     Accepted forms: a count as 8, 8.0 or "8"; a number as 12.5, "12.5" or "1,250.50"; an entity list or a
     single id/name string; yes/no as a boolean or "yes"/"no"; a range as an object, a pair or "HH:MM-HH:MM".
-    With one part, the bare value or an object holding it under the part's key.
+    With one part, the bare value or an object holding it under the part's key. Any of these may also come as its
+    JSON text (a client whose tool schema made `answer` a string).
     """
     keys = part_keys(parts)
+    if isinstance(answer, str) and answer.strip()[:1] in ("{", "["):  # the value as JSON text (string-typed tools)
+        try:
+            answer = json.loads(answer)
+        except ValueError:
+            pass
     if len(parts) == 1:
         if isinstance(answer, dict) and set(answer) == {keys[0]}:
             answer = answer[keys[0]]
