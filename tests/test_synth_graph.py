@@ -19,8 +19,8 @@ from click.testing import CliRunner
 from mcp import Client
 
 from mcpworld.core.llm import ChatClient
-from mcpworld.core.models import ToolCall
 from mcpworld.core.llm_replay import ReplayLLM, serve
+from mcpworld.core.models import ToolCall
 from mcpworld.core.protocol import EpisodeControl
 from mcpworld.core.testing import free_port
 from mcpworld.synth.cli import synth_group
