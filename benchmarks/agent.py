@@ -63,7 +63,7 @@ def _direct_rate(rounds: int) -> float:
         for runtime in runtimes:
             for task in runtime.tasks.values():
                 episode = runtime.fork(task.id)
-                for step in task.solution:
+                for step in runtime.solution(task):  # the task's calls and its submission, as the oracle plays
                     runtime.call(episode, step.name, step.arguments)
                 runtime.verify(episode, task.answer)
                 episode.close()
