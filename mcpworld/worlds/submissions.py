@@ -113,7 +113,7 @@ _DONE_VERBS = (r"cancell?ed|refunded|processed|updated|changed|booked|rebooked|m
                r"|removed|transferred|completed|submitted|reassigned|assigned|added|granted|approved|unfrozen"
                r"|unlocked|rescheduled|scheduled|placed|created|upgraded|downgraded|reopened|merged|sent|paid|shared")
 _CLAIM_RE = re.compile(
-    rf"^\W*(?:done|all set|completed|success)\b|\bsuccessfully\b|\b(?:has|have) been (?:{_DONE_VERBS})\b"
+    rf"^\W*(?:done|all set|completed|success)\b|\bsuccessfully\b"
     rf"|\bi(?:'ve| have)?\s+(?:now\s+|just\s+|already\s+|also\s+|gone ahead and\s+|went ahead and\s+)?"
     rf"(?:{_DONE_VERBS})\b", re.I)
 _SMALL = {w: i for i, w in enumerate(
