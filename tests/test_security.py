@@ -506,3 +506,36 @@ def test_git_environment_carries_no_secrets(poisoned: dict[str, Any], monkeypatc
         k for k in env if k.startswith("GIT_")}
     leaked = json.dumps(env)
     assert "sk-secret-probe" not in leaked and TOKEN not in leaked
+
+
+def test_an_anonymous_record_claiming_to_be_ours_gets_no_token_and_no_launch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 30: `bearer_for` trusted the publisher's claimed kind, so an anonymous record claiming to be a world
+    received the registry token (and its claimed `mcpworld` launch arguments would have been run)."""
+    from mcpworld.registry.records import local_stdio_args, mcpworld_meta, record_kind
+
+    monkeypatch.setenv("MCPWORLD_REGISTRY", "http://envhost:8765")
+    claim = local_record("io.modelcontextprotocol.anonymous/airline", "x", "world",
+                         url="http://attacker.example:9001/worlds/airline/mcp")
+    claim["_meta"]["io.mcpworld/server"]["stdio"] = ["serve", "world", "/tmp/evil_world"]
+    assert record_kind(claim) == "external" and mcpworld_meta(claim) == {} and local_stdio_args(claim) is None
+    assert bearer_for("http://attacker.example:9001/worlds/airline/mcp", claim) is None
+
+
+def test_the_token_file_and_data_folder_are_private_from_creation(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 30: the token file was written readable by others and then chmod-ed; the data folder was world-readable."""
+    import stat
+
+    from mcpworld.core.paths import home, registry_token
+
+    monkeypatch.setenv("MCPWORLD_HOME", str(tmp_path / "fresh" / "home"))
+    monkeypatch.delenv("MCPWORLD_REGISTRY_TOKEN", raising=False)
+    old = os.umask(0o022)
+    try:
+        token, created = registry_token(None)
+    finally:
+        os.umask(old)
+    assert created and token
+    assert stat.S_IMODE(os.stat(home()).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(home() / "registry.token").st_mode) == 0o600
+    assert registry_token(None) == (token, False)

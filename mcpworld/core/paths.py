@@ -10,7 +10,8 @@ from pathlib import Path
 def home() -> Path:
     """The data directory (registry database, user worlds, run state). Created on first use."""
     path = Path(os.environ.get("MCPWORLD_HOME") or Path.home() / ".mcpworld")
-    path.mkdir(parents=True, exist_ok=True)
+    if not path.is_dir():
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)  # the token and the registry live here: ours alone
     return path
 
 
@@ -31,8 +32,12 @@ def registry_token(given: str | None = None) -> tuple[str, bool]:
     if path.is_file():
         return path.read_text().strip(), False
     token = secrets.token_urlsafe(24)
-    path.write_text(token)
-    path.chmod(0o600)
+    try:  # private from its first byte: created 0600, never written readable and narrowed after
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another process made it between our check and now: use theirs
+        return path.read_text().strip(), False
+    with os.fdopen(fd, "w") as fh:
+        fh.write(token)
     return token, True
 
 

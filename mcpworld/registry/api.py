@@ -31,10 +31,9 @@ from mcpworld import __version__
 from mcpworld.core.episode_server import endpoint, running
 from mcpworld.core.security import Exposure, ExposureMiddleware
 from mcpworld.registry.mcp_server import registry_mcp_server
-from mcpworld.registry.records import MAX_RECORD_BYTES, RecordError, validate_record
+from mcpworld.registry.records import ANONYMOUS_NAMESPACE, MAX_RECORD_BYTES, RecordError, validate_record
 from mcpworld.registry.store import Conflict, NoChange, NotFound, RegistryStore
 
-ANONYMOUS_NAMESPACE = "io.modelcontextprotocol.anonymous/"  # what an anonymous token may write, as upstream
 ANONYMOUS_TTL_S = 300.0  # upstream's registry tokens live five minutes
 CORS_ENV = "MCPWORLD_CORS_ORIGINS"
 ANONYMOUS_ENV = "MCPWORLD_REGISTRY_ANONYMOUS"

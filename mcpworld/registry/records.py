@@ -170,8 +170,17 @@ def validate_record(doc: Any) -> dict[str, Any]:
     return doc
 
 
+ANONYMOUS_NAMESPACE = "io.modelcontextprotocol.anonymous/"  # what an anonymous token may write, as upstream
+
+
 def mcpworld_meta(doc: dict[str, Any]) -> dict[str, Any]:
-    """What mcpworld, as publisher, says about a record (kind, tags, counts, stdio launch); {} for others."""
+    """What mcpworld, as publisher, says about a record (kind, tags, counts, stdio launch); {} for others.
+
+    A record in the anonymous namespace says nothing here, whatever its `_meta` claims: anyone may publish there,
+    and the claim decides who gets the registry token (`bearer_for`) and what `mcpworld` command launches it."""
+    name = doc.get("name")
+    if isinstance(name, str) and name.startswith(ANONYMOUS_NAMESPACE):
+        return {}
     meta = doc.get("_meta")
     ours = meta.get(META_KEY) if isinstance(meta, dict) else None
     return ours if isinstance(ours, dict) else {}
