@@ -225,6 +225,19 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
     ({"registryType": "pypi", "identifier": "mcpworld",
       "packageArguments": [{"type": "positional", "value": "/tmp/evil_world"}]},
      "$.packages[0].packageArguments[0].value"),
+    # issue 30: interpreters and runtimes whose own flags run code or open the host
+    ({"runtimeHint": "python", "identifier": "srv", "runtimeArguments": [
+        {"type": "positional", "value": "-c"}, {"type": "positional", "value": "import os; os.system('id')"}]},
+     "$.packages[0].runtimeArguments[0]"),
+    ({"runtimeHint": "npx", "runtimeArguments": [{"type": "positional", "value": "-c"},
+                                                 {"type": "positional", "value": "touch /tmp/x"}]},
+     "$.packages[0].runtimeArguments[0]"),
+    ({"runtimeHint": "docker", "runtimeArguments": [{"type": "positional", "value": "run"},
+                                                    {"type": "positional", "value": "--privileged"}]},
+     "$.packages[0].runtimeArguments[1]"),
+    ({"runtimeHint": "docker", "runtimeArguments": [{"type": "positional", "value": "-v"},
+                                                    {"type": "positional", "value": "/:/host"}]},
+     "$.packages[0].runtimeArguments[0]"),
 ])
 def test_publish_refuses_unsafe_launch_commands(api: Any, package: dict[str, Any], path: str) -> None:
     response = api.post("/v0/publish", json=_stdio_record(**package), headers=AUTH)
@@ -236,6 +249,13 @@ def test_publish_accepts_the_official_runtimes(api: Any) -> None:
     for i, hint in enumerate(["npx", "uvx", "docker", "dnx"]):
         doc = {**_stdio_record(runtimeHint=hint, identifier="@scope/server"), "version": f"1.0.{i}"}
         assert api.post("/v0/publish", json=doc, headers=AUTH).status_code == 200
+    flags = {"npx": ["-y"], "uvx": ["--from", "server==1.2"], "docker": ["run", "-i", "--rm", "--network", "none"],
+             "python": ["-m", "server"]}
+    for i, (hint, values) in enumerate(flags.items()):
+        doc = {**_stdio_record(runtimeHint=hint, identifier="server",
+                               runtimeArguments=[{"type": "positional", "value": v} for v in values]),
+               "version": f"2.0.{i}"}
+        assert api.post("/v0/publish", json=doc, headers=AUTH).status_code == 200, (hint, doc)
 
 
 def test_publish_caps_record_size(api: Any, tmp_path: Path) -> None:

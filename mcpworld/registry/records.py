@@ -29,6 +29,18 @@ MAX_RECORD_BYTES = 64 * 1024
 # What a package may name as the program to start: the official schema's examples (npx, uvx, docker, dnx) and the
 # interpreters mcpworld's own packages use. Always a bare name looked up on PATH, never a path.
 RUNTIME_HINTS = frozenset({"npx", "uvx", "dnx", "docker", "python", "python3", "mcpworld"})
+RUNTIME_FLAGS: dict[str, dict[str, bool]] = {  # the runtime arguments each runtime may get: flag -> takes a value
+    "python": {"-m": True, "-u": False, "-I": False, "-B": False, "-E": False, "-s": False},
+    "python3": {"-m": True, "-u": False, "-I": False, "-B": False, "-E": False, "-s": False},
+    "npx": {"-y": False, "--yes": False, "-q": False, "--quiet": False, "--prefer-offline": False},
+    "uvx": {"--from": True, "--with": True, "--python": True, "-q": False, "--quiet": False, "--offline": False},
+    "dnx": {"-y": False, "--yes": False},
+    "docker": {"run": False, "-i": False, "--interactive": False, "--rm": False, "--init": False, "-e": True,
+               "--env": True, "--network": True},
+    "mcpworld": {},
+}
+"""Nothing that runs inline code (`python -c`, `npx -c`), reads a script from stdin, or hands a container the
+host (`docker --privileged`, `-v /:/host`): a record names a package, and the runtime only fetches and starts it."""
 DEFAULT_RUNTIME = {"npm": "npx", "pypi": "uvx", "oci": "docker", "nuget": "dnx"}
 
 
@@ -105,6 +117,8 @@ def package_problems(package: dict[str, Any], path: str = "$") -> list[dict[str,
             allowed = ", ".join(sorted(RUNTIME_HINTS))
             errors.append({"path": f"{path}.runtimeHint", "message": f"runtime {hint!r} is not allowed; use one of "
                                                                        f"{allowed}"})
+    runtime = hint if isinstance(hint, str) else DEFAULT_RUNTIME.get(str(package.get("registryType", "")), "")
+    errors += _runtime_argument_problems(runtime, package.get("runtimeArguments") or [], path)
     identifier = package.get("identifier")
     if isinstance(identifier, str):
         problem = _bad_word(identifier)
@@ -122,6 +136,32 @@ def package_problems(package: dict[str, Any], path: str = "$") -> list[dict[str,
                 elif ours and isinstance(value, str) and _is_path(value):
                     errors.append({"path": f"{path}.{key}[{i}].{field}",
                                    "message": "mcpworld's own package takes names, not filesystem paths"})
+    return errors
+
+
+def _runtime_argument_problems(runtime: str, arguments: list[Any], path: str) -> list[dict[str, str]]:
+    """Runtime arguments outside `RUNTIME_FLAGS[runtime]` (a flag's value may not be another flag; a container's
+    network may only be `none`), each with where it is and what is allowed."""
+    allowed = RUNTIME_FLAGS.get(runtime, {})
+    errors: list[dict[str, str]] = []
+    value_of: str | None = None  # the flag whose value comes next
+    for i, arg in enumerate(arguments):
+        value = (arg.get("value") or arg.get("default") or arg.get("name")) if isinstance(arg, dict) else None
+        if not isinstance(value, str):
+            continue
+        if value_of is not None:
+            flag, value_of = value_of, None
+            if not value.startswith("-") and not (flag == "--network" and value != "none"):
+                continue
+        else:
+            flag, eq, given = value.partition("=")
+            if flag in allowed and not (flag == "--network" and eq and given != "none"):
+                value_of = flag if allowed[flag] and not eq else None
+                continue
+        errors.append({"path": f"{path}.runtimeArguments[{i}]",
+                       "message": f"{value!r} is not a runtime argument {runtime or 'this runtime'} may get "
+                                  f"(allowed: {', '.join(allowed) or 'none'}; a container's --network only none): "
+                                  "nothing that runs inline code or opens the host"})
     return errors
 
 
