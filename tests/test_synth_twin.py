@@ -114,3 +114,18 @@ def test_unreachable_server_is_reported(tmp_path: Path) -> None:
     result = CliRunner().invoke(synth_group, ["twin", quits, "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
                                               "-o", str(tmp_path)])
     assert result.exit_code != 0 and "cannot list the tools" in result.output and "Traceback" not in result.output
+
+
+def test_a_server_json_launches_only_what_the_registry_would(tmp_path: Path) -> None:
+    """Issue 30: `synth twin server.json` ran whatever the file named (`/bin/sh -c ...`)."""
+    from mcpworld.synth.twin import TwinError, _target
+
+    marker = tmp_path / "ran"
+    evil = {"name": "io.example/evil", "description": "x", "version": "1.0.0", "packages": [
+        {"registryType": "npm", "identifier": "-c", "runtimeHint": "/bin/sh", "transport": {"type": "stdio"},
+         "packageArguments": [{"type": "positional", "value": f"touch {marker}"}]}]}
+    path = tmp_path / "server.json"
+    path.write_text(json.dumps(evil))
+    with pytest.raises(TwinError, match="not allowed"):
+        _target(str(path))
+    assert not marker.exists()

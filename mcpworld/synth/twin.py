@@ -90,13 +90,12 @@ def _target(spec: str) -> tuple[str, Any]:
         for package in doc.get("packages") or []:
             if (package.get("transport") or {}).get("type", "stdio") != "stdio":
                 continue
-            command = package.get("runtimeHint") or package.get("identifier")
-            args = [str(a.get("value") or a.get("default") or "") for a in package.get("packageArguments") or []
-                    if a.get("value") or a.get("default")]
-            if package.get("runtimeHint") in ("uvx", "npx"):
-                args = [package["identifier"], *args]
-            if command:
-                return "stdio", StdioServerParameters(command=command, args=args)
+            from mcpworld.registry.connect import ConnectError, stdio_params
+
+            try:  # the registry's launch rules: a server.json is data, and names a package, never a command
+                return "stdio", stdio_params(package)
+            except ConnectError as exc:
+                raise TwinError(f"{path}: {exc}") from None
         raise TwinError(f"{path}: no stdio package or streamable-http remote to connect to")
     parts = shlex.split(spec)
     if not parts:
