@@ -96,6 +96,12 @@ def test_requests_follow_their_episode_and_a_dead_worker_fails_only_its_own(serv
         listed = post(url, "tools/list", session=session)
         assert listed.status_code == 200 and listed.json()["result"]["tools"], listed.text
 
+    # Issue 30: ids naming workers that do not exist made a worker create and keep a new client each (2,000
+    # requests grew two workers past 1 GB); they are refused, and nothing is kept for them.
+    for index in (2, 7, 99_999):
+        ghost = get_flight(url, f"e-w{index}.0-0123456789abcdef")
+        assert ghost.status_code == 404 and f"names worker {index}" in ghost.text, ghost.text
+
     os.kill(served["pids"][1], signal.SIGKILL)  # mid-run
     restarted = read_until(served["proc"], r"worker 1 \(pid \d+\) exited .* generation 1")
     assert restarted

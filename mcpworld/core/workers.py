@@ -176,6 +176,11 @@ class WorkerRouter:
                 rid, ids = _episode_ids(body)
                 episode = next((i for i in ids if owner_of(i) is not None), None)
                 owner, what = owner_of(episode), "episode"
+        if owner is not None and not 0 <= owner[0] < self.worker.count:  # no such worker: never a new client for it
+            text = (f"unknown {what}: it names worker {owner[0]}, and this server runs workers 0 to "
+                    f"{self.worker.count - 1}")
+            await send_json(send, 404, rpc_error(-32602 if what == "episode" else -32600, text))
+            return
         if owner is not None and owner[0] != self.worker.index and not forwarded:
             await self._forward(owner, what, scope, receive, send, body)
             return
