@@ -263,6 +263,10 @@ def test_a_cancelled_request_stops_and_gets_no_response() -> None:
             if end == "DELETE":
                 assert httpx.delete(session.url, headers=session.headers).status_code == 200
             else:
+                for odd in ([session.n], {"id": session.n}, None):  # issue 30: a list here was a bare 500
+                    note = {"jsonrpc": "2.0", "method": end, "params": {"requestId": odd}}
+                    assert httpx.post(session.url, headers=session.headers, json=note).status_code == 202
+                assert not stopped.is_set()  # and it cancels nothing
                 note = {"jsonrpc": "2.0", "method": end, "params": {"requestId": session.n, "reason": "test"}}
                 assert httpx.post(session.url, headers=session.headers, json=note).status_code == 202
             reply = hung.result(timeout=30)

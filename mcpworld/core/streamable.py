@@ -726,7 +726,9 @@ class StreamableHTTP:
         reply_headers = [(SESSION_HEADER, session_id.encode())]
         if not is_request:  # a notification or a response to a request we never send
             if method == "notifications/cancelled":
-                target = session.in_flight.get((params or {}).get("requestId"))
+                wanted = params.get("requestId") if isinstance(params, dict) else None
+                # only an id can name a request: a list or object there once raised (a bare 500); it cancels nothing
+                target = session.in_flight.get(wanted) if _valid_id(wanted) else None
                 if target is not None:
                     target.cancel()
             elif isinstance(method, str):
