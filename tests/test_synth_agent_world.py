@@ -182,3 +182,20 @@ def test_installed_import_is_served_over_stdio(isolated_home: Path) -> None:
             assert refused.is_error
 
     anyio.run(main)
+
+
+def test_an_env_id_is_a_name_never_a_path(tmp_path: Path) -> None:
+    """Issue 30: `metadata.env_id` named any folder, whose `*.json` and README were copied into the world."""
+    from mcpworld.synth.agent_world import read_environment
+
+    secret = tmp_path / "elsewhere"
+    secret.mkdir()
+    (secret / "keys.json").write_text('{"k": "s3cret"}')
+    mix = tmp_path / "input" / "environment_mix"
+    mix.mkdir(parents=True)
+    checkpoint = mix / "x_step4_checkpoint.json"
+    for env_id in ("../../elsewhere", str(secret), ".."):
+        checkpoint.write_text(json.dumps({"metadata": {"env_id": env_id}, "data": {"ToolDesignAgent": {
+            "tool_schemas": [{"name": "t", "description": "d", "parameters": {"type": "object"}}]}}}))
+        with pytest.raises(ValueError, match="not an environment id"):
+            read_environment(checkpoint)

@@ -67,6 +67,9 @@ class Environment:
     source: str = ""
 
 
+ENV_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
 def find_environments(path: str | Path) -> list[Path]:
     """Checkpoint files under `path` (a checkpoint, an environment_mix folder, or the folder above it)."""
     path = Path(path)
@@ -81,12 +84,17 @@ def read_environment(checkpoint: str | Path) -> Environment:
     doc = json.loads(checkpoint.read_text(encoding="utf-8"))
     meta = doc.get("metadata") or {}
     env_id = str(meta.get("env_id") or checkpoint.name.split("_")[0])
+    if not ENV_ID_RE.fullmatch(env_id):  # a name from the data, never a path: the folder beside the checkpoint
+        raise ValueError(f"{checkpoint}: metadata.env_id {env_id!r} is not an environment id (letters, digits, "
+                         "'-', '_', '.'; no path): nothing outside the input folder is read")
     folder = checkpoint.parent / env_id
-    tables = {f.name: json.loads(f.read_text(encoding="utf-8")) for f in sorted(folder.glob("*.json"))}
+    tables = {f.name: json.loads(f.read_text(encoding="utf-8")) for f in sorted(folder.glob("*.json"))
+              if f.is_file() and not f.is_symlink()}
     tools = (doc.get("data") or {}).get("ToolDesignAgent", {}).get("tool_schemas") or []
     if not tools:
         raise ValueError(f"{checkpoint}: no data.ToolDesignAgent.tool_schemas")
-    readme = (folder / "README.md").read_text(encoding="utf-8") if (folder / "README.md").is_file() else ""
+    readme_file = folder / "README.md"
+    readme = readme_file.read_text(encoding="utf-8") if readme_file.is_file() and not readme_file.is_symlink() else ""
     return Environment(env_id=env_id, name=str(meta.get("name") or env_id),
                        description=str(meta.get("description") or ""), tools=tools, tables=tables, readme=readme,
                        taxonomy=meta.get("taxonomy") or {}, source=str(checkpoint))
