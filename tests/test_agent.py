@@ -330,3 +330,17 @@ def test_run_says_when_the_endpoint_drops_native_tools(worlds_url: str, tmp_path
         assert result.returncode == 0, result.stderr[-2000:]
         played = [r for r in llm.requests if r["messages"][0]["content"] != "Say ok."]
         assert played and all(r["max_tokens"] == 55 and r["tools"] for r in played)
+
+
+def test_a_full_disk_says_what_happened_and_how_to_go_on(worlds_url: str) -> None:
+    """Issue 30: writing trajectories to a full disk ended `mcpworld run` in a raw ExceptionGroup traceback."""
+    from click.testing import CliRunner
+
+    from mcpworld.app.cli import main
+
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here to stand for a full disk")
+    result = CliRunner().invoke(main, ["run", "--server", airline(worlds_url), "--task", "business-seats-left",
+                                       "-o", "/dev/full"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "No space left on device" in result.output and "--resume -o /dev/full" in result.output

@@ -138,7 +138,16 @@ def run_command(server: str, task_ids: tuple[str, ...], split: str | None, polic
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=Console(stderr=True)) as progress:
         bar = progress.add_task(f"{server} · {policy}", total=total)
-        _, summary = anyio.run(lambda: run(spec, policy_for, on_done=lambda t: progress.advance(bar)))
+        try:
+            _, summary = anyio.run(lambda: run(spec, policy_for, on_done=lambda t: progress.advance(bar)))
+        except (OSError, BaseExceptionGroup) as exc:
+            failed = _os_error(exc)
+            if failed is None:
+                raise
+            raise click.ClickException(  # a full disk, a read-only folder: say so, and how to go on
+                f"could not write the trajectories to {output}: {failed.strerror or failed}. Every episode written "
+                f"before it is kept; free some space (or pick another -o) and run the same command with --resume "
+                f"-o {output}") from None
         progress.update(bar, completed=total)
     table = Table("metric", "value", title=f"{server} · {policy} → {output}")
     for k, v in summary.rows():
@@ -152,6 +161,16 @@ def run_command(server: str, task_ids: tuple[str, ...], split: str | None, polic
         click.echo(f"error: {lost}", err=True)
         click.echo(f"  the same command with: --resume -o {output}", err=True)
         raise SystemExit(LOST_EXIT)
+
+
+def _os_error(exc: BaseException) -> OSError | None:
+    """The storage error at the bottom of `exc` (a task group wraps what its tasks raised), or None."""
+    import errno
+
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    storage = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO, errno.EFBIG}
+    return exc if isinstance(exc, OSError) and exc.errno in storage else None
 
 
 @click.command("rescore")
