@@ -216,3 +216,20 @@ def test_installed_scenario_is_served_over_stdio(isolated_home: Path) -> None:
             assert lent.is_error and "No copy of this book is available" in text(lent)
 
     anyio.run(main)
+
+
+def test_dataset_sql_has_a_deadline_and_deep_json_a_clear_error(tmp_path: Path) -> None:
+    """Issue 30: a recursive query in a sample row never ended; a deeply nested line aborted with RecursionError."""
+    import sqlite3
+
+    from mcpworld.synth.awm_format import AwmFormatError, guarded, jsonl_records
+
+    conn = sqlite3.connect(":memory:")
+    forever = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r"
+    with pytest.raises(sqlite3.OperationalError, match="interrupted"), guarded(conn, limit_s=0.5):
+        conn.execute(forever).fetchall()
+    assert conn.execute("SELECT 1").fetchone() == (1,)  # the connection is usable again, the handler gone
+    deep = tmp_path / "gen_scenario.jsonl"
+    deep.write_text('{"name": "ok", "description": "x"}\n' + "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(AwmFormatError, match=r"gen_scenario.jsonl:2: JSON nested too deeply"):
+        list(jsonl_records(deep))

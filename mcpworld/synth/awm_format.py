@@ -23,6 +23,7 @@ import hashlib
 import json
 import re
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -79,6 +80,8 @@ def jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 record = json.loads(line)
             except ValueError as exc:
                 raise AwmFormatError(f"{path}:{number}: not JSON ({exc})") from None
+            except RecursionError:  # one line nested thousands deep once aborted the import with a traceback
+                raise AwmFormatError(f"{path}:{number}: JSON nested too deeply to read") from None
             if not isinstance(record, dict):
                 raise AwmFormatError(f"{path}:{number}: expected a JSON object per line")
             yield number, record
@@ -146,13 +149,21 @@ def _authorizer(action: int, *args: Any) -> int:
     return sqlite3.SQLITE_DENY if action in _REFUSED else sqlite3.SQLITE_OK
 
 
+SQL_LIMIT_S = 30.0  # the dataset SQL one guarded block may run, all statements together
+
+
 @contextmanager
-def guarded(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+def guarded(conn: sqlite3.Connection, limit_s: float = SQL_LIMIT_S) -> Iterator[sqlite3.Connection]:
+    """Dataset SQL under the authorizer and a deadline: a recursive query in a sample row once never ended;
+    past `limit_s` SQLite interrupts the statement (sqlite3.OperationalError: interrupted)."""
+    deadline = time.monotonic() + limit_s
     conn.set_authorizer(_authorizer)
+    conn.set_progress_handler(lambda: time.monotonic() > deadline, 10_000)
     try:
         yield conn
     finally:
         conn.set_authorizer(None)
+        conn.set_progress_handler(None, 0)
 
 
 def _statements(db_schema: dict[str, Any]) -> tuple[list[str], list[str]]:
