@@ -213,6 +213,8 @@ def test_bad_arguments_are_a_clear_422_and_change_nothing(gym: str, rows: dict[s
     assert agent.post("/get_reservation", "[1, 2]").status_code == 422
     not_json = agent.post("/get_reservation", "{oops")
     assert not_json.status_code == 400 and "not JSON" in not_json.json()["error"]
+    deep = agent.post("/get_reservation", "[" * 100_000)  # issue 30: a bare 500 before
+    assert deep.status_code == 400 and "nested too deeply" in deep.json()["error"]
     huge = agent.post("/cancel_reservation", {"reservation_id": "ZFA04Y", "reason": "x" * 300_000})
     assert huge.status_code == 413 and "bytes" in huge.json()["error"]
     assert reservation_status(agent) == before

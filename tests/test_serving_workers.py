@@ -101,6 +101,9 @@ def test_requests_follow_their_episode_and_a_dead_worker_fails_only_its_own(serv
     for index in (2, 7, 99_999):
         ghost = get_flight(url, f"e-w{index}.0-0123456789abcdef")
         assert ghost.status_code == 404 and f"names worker {index}" in ghost.text, ghost.text
+    deep = httpx.post(url, content=b'{"episode": "e-w1.0-x", "p": ' + b"[" * 100_000, timeout=30,
+                      headers={"accept": "application/json, text/event-stream", "content-type": "application/json"})
+    assert deep.status_code == 400 and "Parse error" in deep.text, deep.text  # the router's 500 before
 
     os.kill(served["pids"][1], signal.SIGKILL)  # mid-run
     restarted = read_until(served["proc"], r"worker 1 \(pid \d+\) exited .* generation 1")

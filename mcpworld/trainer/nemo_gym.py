@@ -92,6 +92,9 @@ async def json_object(request: Request, limit: int, what: str) -> dict[str, Any]
     except (ValueError, UnicodeDecodeError) as exc:
         raise Refused(400, f"the body is not JSON ({exc}); send {what} as a JSON object with "
                       "Content-Type: application/json") from None
+    except RecursionError:  # a body nested thousands deep was a bare 500
+        raise Refused(400, f"the body's JSON is nested too deeply to read; send {what} as a plain JSON object") \
+            from None
     if not isinstance(body, dict):
         raise Refused(422, f"the body is JSON {type(body).__name__}, not an object; send {what} as a JSON object")
     return body
