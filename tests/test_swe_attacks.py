@@ -168,3 +168,21 @@ def test_a_pathological_pattern_stops_at_its_deadline_without_freezing_the_proce
     worker.join()
     assert isinstance(outcome[0], SearchError) and "took longer than 2s" in str(outcome[0])
     assert ticks > 10_000
+
+
+def test_diff_leaves_out_special_and_huge_files_and_stays_bounded(workspace: Workspace) -> None:
+    """Three sparse 1 GiB files made the server's git take 38 s and 1 GB and send an 18 MB reply; a FIFO in the
+    checkout could not be staged at all."""
+    import threading
+
+    for i in range(3):
+        with open(workspace.root / f"big{i}.bin", "wb") as fh:
+            fh.truncate(1 << 30)  # sparse: no disk used, but git would hash every byte
+    os.mkfifo(workspace.root / "pipe")
+    (workspace.root / "app.py").write_text("def add(a, b):\n    return a + b\n")
+    done: list[str] = []
+    worker = threading.Thread(target=lambda: done.append(workspace.diff()), daemon=True)
+    worker.start()
+    worker.join(timeout=120)  # a condition: the diff finishes (it never reads the big files)
+    assert done and "+    return a + b" in done[0] and "big0.bin" not in done[0] and "pipe" not in done[0]
+    assert workspace.left_out == ["big0.bin", "big1.bin", "big2.bin", "pipe"]

@@ -146,10 +146,14 @@ def submit(episode: SWEEpisode) -> types.CallToolResult:
     """Record the patch `verify` grades (the workspace's diff now), and show it."""
     patch = episode.workspace.diff()
     episode.submission = patch
+    left_out = episode.workspace.left_out
+    note = (f"\n\nLeft out of the patch (not regular files, or over 8 MiB): {', '.join(left_out[:20])}"
+            if left_out else "")
+    extra = {"left_out": left_out} if left_out else {}
     if not patch.strip():
-        return text_result("Submitted an empty patch: the repository has no changes against the base commit.",
-                           structured={"patch": ""})
-    return text_result(f"Submitted. The patch to be graded:\n\n{patch}", structured={"patch": patch})
+        return text_result("Submitted an empty patch: the repository has no changes against the base commit."
+                           + note, structured={"patch": "", **extra})
+    return text_result(f"Submitted. The patch to be graded:\n\n{patch}{note}", structured={"patch": patch, **extra})
 
 
 TOOL_FUNCTIONS = [str_replace_editor, bash, search_tool, lsp, submit]

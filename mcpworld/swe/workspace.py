@@ -265,6 +265,7 @@ class Workspace:
     base_commit: str
     parent: Path
     closed: bool = field(default=False)
+    left_out: list[str] = field(default_factory=list)  # what the last diff left out (special or huge files)
 
     @property
     def home(self) -> Path:
@@ -273,6 +274,10 @@ class Workspace:
     def diff(self) -> str:
         """`git diff` of everything (new files included, build junk excluded) against the base commit.
 
+        Bounded: files that are not regular (a FIFO, a device) or larger than MAX_DIFF_FILE_BYTES (a sparse 1 GiB
+        file once took git 38 s and 1 GB) are left out and listed in `left_out`; a diff over MAX_PATCH_BYTES is
+        refused with what to remove.
+
         Staged into a throwaway index so the agent's own index is left as it was. The throwaway index lives in a
         folder of the server's own (the workspace's parent is the sandbox's to write: a link planted there once
         made this copy write, or read, any host file as root), and the agent's index is read only when it is a
@@ -280,14 +285,19 @@ class Workspace:
         """
         private = Path(tempfile.mkdtemp(prefix="mcpworld-index-"))  # 0700, the server's
         index = private / "index"
+        self.left_out = _unstageable(self.root)
         try:
             _copy_regular(self.root / ".git" / "index", index)
             env = {"GIT_INDEX_FILE": str(index)}
-            git("add", "-A", "--", ".", cwd=self.root, env=env)
-            return git("diff", "--cached", "--binary", "--no-color", "--no-ext-diff", self.base_commit,
-                       cwd=self.root, env=env).stdout
+            git("add", "-A", "--", ".", *(f":(exclude,literal){p}" for p in self.left_out), cwd=self.root, env=env)
+            patch = git("diff", "--cached", "--binary", "--no-color", "--no-ext-diff", self.base_commit,
+                        cwd=self.root, env=env).stdout
         finally:
             shutil.rmtree(private, ignore_errors=True)
+        if len(patch) > MAX_PATCH_BYTES:
+            raise WorkspaceError(f"the change is {len(patch) / 2**20:.1f} MiB as a patch; at most "
+                                 f"{MAX_PATCH_BYTES // 2**20} MiB can be submitted: remove generated or binary files")
+        return patch
 
     def close(self) -> None:
         if not self.closed:
@@ -297,6 +307,27 @@ class Workspace:
 
 
 MAX_INDEX_BYTES = 256 * 1024 * 1024
+MAX_DIFF_FILE_BYTES = 8 * 1024 * 1024  # a file larger than this is no source change: left out of the diff
+MAX_PATCH_BYTES = 16 * 1024 * 1024
+
+
+def _unstageable(root: Path) -> list[str]:
+    """Worktree paths a diff leaves out: anything but a regular file or a link (FIFOs, sockets, devices), and
+    regular files over MAX_DIFF_FILE_BYTES. Read with lstat: nothing is opened, no link followed."""
+    out: list[str] = []
+    for folder, dirs, files in os.walk(root):  # os.walk does not follow links to folders
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in files:
+            path = os.path.join(folder, name)
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISLNK(info.st_mode):
+                continue  # git keeps a link as a link
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_DIFF_FILE_BYTES:
+                out.append(os.path.relpath(path, root))
+    return sorted(out)
 
 
 def _copy_regular(source: Path, target: Path) -> None:
