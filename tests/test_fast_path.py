@@ -315,9 +315,11 @@ def test_admission_is_decided_per_header_combination(servers: dict[str, str]) ->
     body = {"jsonrpc": "2.0", "id": 1, "method": "io.mcpworld/episode/tasks", "params": {"_meta": ENVELOPE}}
     good = {"content-type": "application/json", "accept": "application/json, text/event-stream",
             "mcp-protocol-version": MODERN, "mcp-method": "io.mcpworld/episode/tasks"}
+    port = httpx.URL(url).port
     cases = [({}, 200), ({"host": "attacker.example"}, 421), ({"origin": "http://attacker.example"}, 403),
              ({"accept": "text/html"}, 406), ({"content-type": "text/plain"}, 400),
-             ({"accept": "text/event-stream"}, 200), ({}, 200)]
+             ({"accept": "text/event-stream"}, 200), ({"host": f"LOCALHOST:{port}"}, 200),  # host names: any case
+             ({"host": f"ATTACKER.example:{port}"}, 421), ({}, 200)]
     for _ in range(2):  # the second round is answered from what the first remembered
         for change, status in cases:
             reply = httpx.post(url, headers={**good, **change}, content=json.dumps(body), timeout=30)

@@ -854,5 +854,7 @@ def tracing_enabled() -> bool:
 
 
 def _allowed(value: str, patterns: list[str]) -> bool:
-    """The SDK's match: exact, or `base:*` for any port."""
-    return value in patterns or any(p.endswith(":*") and value.startswith(p[:-1]) for p in patterns)
+    """The SDK's match: exact, or `base:*` for any port; case aside, as host names and schemes are (an upper-case
+    Host was refused here and let through by the REST routes' check)."""
+    value = value.lower()
+    return any(value == p.lower() or (p.endswith(":*") and value.startswith(p[:-1].lower())) for p in patterns)
