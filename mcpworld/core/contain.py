@@ -128,9 +128,7 @@ def hidden_paths() -> list[str]:
 
 def runtime_paths() -> list[str]:
     """What a contained Python needs to see (read-only): this interpreter, its site-packages, mcpworld's source."""
-    import mcpworld  # the package root; core may import its own package
-
-    source = str(Path(mcpworld.__file__).resolve().parent.parent)
+    source = os.path.dirname(package_dir())
     paths = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, os.path.dirname(sys.executable), source)}
     paths |= {os.path.realpath(p) for p in sys.path if p and ("site-packages" in p or "dist-packages" in p)}
     return sorted(p for p in paths if os.path.isdir(p))

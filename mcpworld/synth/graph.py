@@ -11,7 +11,7 @@
    database column it comes from.
 4. Replay the chain on a clean fork with another seed and keep the task only if every step agrees, then
    check every task as `mcpworld world validate` does and play the reward-hacking audit on it (`mcpworld
-   world audit`): a task that any wrong policy passes, or whose reference or paraphrases fail, is dropped.
+   world audit`): a task that any attack passes, or whose reference or accepted answer forms fail, is dropped.
 """
 
 from __future__ import annotations

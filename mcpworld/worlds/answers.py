@@ -126,7 +126,7 @@ class Entities(_Positional):
     expected: list[list[str]]
     """Each inner list holds the aliases of ONE expected entity, e.g. [["Lucas", "Lucas Brown", "P03"], ["Grace"]]."""
     among: list[str] | str = Field(default_factory=list)
-    """Wrong candidates, or a "table.column" reference resolved by `AnswerContext.resolve`."""
+    """Wrong candidates, or a "table.column" of the starting state: the values `mcpworld world audit` submits."""
     negated_ok: bool = False
     """Whether a negated mention ("not WEB-3") still counts as naming an expected entity."""
     label: str = ""

@@ -55,7 +55,6 @@ __all__ = ["KINDS", "POLICIES", "AuditReport", "PolicyResult", "audit"]
 
 KINDS = ("answer", "state", "refusal")
 SEED = 0
-GENERIC_REFUSAL = "I'm sorry, but I cannot do that."
 DETAIL_CHARS = 300
 
 
@@ -199,10 +198,6 @@ class TaskContext:
     def world(self):  # type: ignore[no-untyped-def]
         return self.runtime.world
 
-    @property
-    def cap(self) -> int:
-        return self.runtime.world.max_answer_chars
-
     @classmethod
     def build(cls, runtime: WorldRuntime, task: Task) -> TaskContext:
         initial = runtime.initial_rows(runtime.template(task))
@@ -268,16 +263,6 @@ def _dump(value: Any) -> str:
     return json.dumps(value, default=str, separators=(", ", ": "), ensure_ascii=False, sort_keys=True)
 
 
-def _join_capped(values: Iterable[str], cap: int, sep: str = ", ") -> str:
-    out = ""
-    for v in values:
-        nxt = v if not out else out + sep + v
-        if len(nxt) > cap:
-            break
-        out = nxt
-    return out
-
-
 def _props(schema: dict[str, Any]) -> tuple[dict[str, Any], set[str], dict[str, Any]]:
     return schema.get("properties", {}), set(schema.get("required", [])), schema.get("$defs", {})
 
@@ -297,24 +282,8 @@ def _enum(prop: dict[str, Any], defs: dict[str, Any]) -> list[Any] | None:
     return _deref(prop, defs).get("enum")
 
 
-def _ptype(prop: dict[str, Any], defs: dict[str, Any]) -> str:
-    t = _deref(prop, defs).get("type", "")
-    return t if isinstance(t, str) else next((x for x in t if x != "null"), "")
-
-
 def _reference_calls(task: Task) -> list[ToolCall]:
     return [ToolCall(name=c.name, arguments=dict(c.arguments)) for c in task.solution]
-
-
-def _all_cues(ctx: TaskContext) -> list[str]:
-    cues: list[str] = []
-    for rule in ctx.world.rules:
-        cues += [c for c in rule.cues if c not in cues]
-    return cues
-
-
-def _is_answer_task(task: Task) -> bool:
-    return task.kind != "refusal" and (task.kind == "answer" or bool(task.expect))
 
 
 def _column_matches(param: str, column_ref: str | None) -> bool:
@@ -456,7 +425,7 @@ def wrong_values(ctx: TaskContext, part: AnswerPart) -> list[Any]:
             out += [right[:i] + right[i + 1:] for i in range(len(right))]  # one missing
         out += [[right[0].translate(_HOMOGLYPHS)] + right[1:], [f"{right[0]} (or {wrong[0]})"] + right[1:]
                 if wrong else [right[0] + "x"] + right[1:]]
-        out = [o for o in out if o and o[0] != right[0] or o != right]
+        out = [o for o in out if o and o != right]
     seen: list[Any] = []
     for value in out:
         if value not in seen:

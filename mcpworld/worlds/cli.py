@@ -106,23 +106,23 @@ def world_validate(paths: tuple[str, ...]) -> None:
               help="Also write the full report (table, failures, every result) as JSON to FILE.")
 @click.option("--quiet", is_flag=True, help="No progress bar and no table: print only the failures.")
 def world_audit(paths: tuple[str, ...], task_ids: tuple[str, ...], json_path: str | None, quiet: bool) -> None:
-    """Audit worlds for reward hacking: play a suite of wrong policies on every task; each must fail.
+    """Audit worlds for reward hacking: play attacks generated from each task; each must fail.
 
-    For every task the reference solution must pass, and so must correct paraphrases of its typed answer.
-    Then wrong policies are played, in-process and seeded: noop, echo (the instruction as the answer),
-    generic-refusal, stuffed-refusal (every rule's cues), wrong-reason (another rule cited), db-spam (a
-    column's values as the answer), read-spam and crawler (what read tools return, dumped), prefix (the
-    reference stopped early), collateral (an unrelated row edited), perturbed-args (a write argument
-    changed), wrong-answer (numbers or entities changed) and random calls. A wrong policy that passes a
-    task is a hole an RL policy will find.
+    For every task the reference solution must pass, and so must every accepted form of its typed answer.
+    Then attacks are played, in-process and seeded: noop, no-submission, wrong-value (every other value of
+    the answer's type), second-submission, other-rule, leaky-decline and claiming-decline (refusals),
+    needless-decline, prefix (the reference stopped early), collateral (an unrelated row edited),
+    perturbed-args (a write argument changed), free-text (injection, wipe, another record's data) and random
+    calls. A wrong policy that passes a task is a hole an RL policy will find. Below each table: the chance
+    levels (what a constant or random policy earns per task kind), with a warning above 1 in 10.
 
     Prints a table (policies x task kinds, "passed/total"; wrong passes in red), then each failure as
     WORLD: TASK: POLICY: ATTEMPT: DETAIL.
 
     \b
     Exit codes:
-      0  no wrong policy passed any task; every reference and paraphrase passed
-      1  at least one wrong policy passed, or a reference or paraphrase failed
+      0  no wrong policy passed any task; every reference and accepted answer form passed
+      1  at least one wrong policy passed, or a reference or accepted answer form failed
       2  a world could not be loaded, or a --task id is unknown
 
     \b
