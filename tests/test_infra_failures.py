@@ -320,7 +320,7 @@ def test_no_reward_scores_an_infra_error_and_no_consumer_keeps_one(tmp_path: Pat
     good.task, good.messages = "t", [*infra().messages[:2], {"role": "assistant", "content": "the real answer"}]
     recorded = tmp_path / "recorded.jsonl"
     recorded.write_text(infra().model_dump_json() + "\n" + good.model_dump_json() + "\n")
-    assert ReplayPolicy(recorded).turns == {"t": [{"role": "assistant", "content": "the real answer"}]}
+    assert ReplayPolicy(recorded).turns == {("t", 0): [{"role": "assistant", "content": "the real answer"}]}
 
 
 # --- torn lines --------------------------------------------------------------------------------------------------
@@ -358,7 +358,7 @@ def test_every_reader_skips_torn_lines_with_a_warning(tmp_path: Path) -> None:
 
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
-        assert sorted(ReplayPolicy(path).turns) == ["a", "b"]
+        assert sorted(ReplayPolicy(path).turns) == [("a", 0), ("b", 0)]
     assert torn_warnings(record, path) == {2, 4, 5}
 
     with warnings.catch_warnings(record=True) as record:

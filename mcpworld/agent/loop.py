@@ -106,6 +106,7 @@ async def run_episode(ctl: EpisodeControl, server: str, task: TaskInfo, policy: 
     try:
         with anyio.fail_after(config.episode_timeout_s):
             started = await ctl.start(task.id, seed)
+            task = task.model_copy(update={"seed": seed})  # its data: a seed renames ids, names and dates
             traj.episode, traj.environment = started.episode, dict(started.environment)
             begin = getattr(policy, "begin", None)  # a privileged policy (the oracle) fetches what it may know
             if begin is not None:

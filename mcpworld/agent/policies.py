@@ -72,23 +72,24 @@ class OraclePolicy:
     def __init__(self, format: Format | None = None, token: str | None = None):
         self.format = format or NativeFormat()
         self.token = token
-        self.references: dict[str, TaskInfo] = {}
+        self.references: dict[tuple[str, int], TaskInfo] = {}  # (task, seed): a seed renames what calls name
         self._fetching = anyio.Lock()  # one oracle may serve many workers: they share one fetch
 
     async def begin(self, ctl: EpisodeControl, server: str, task: TaskInfo) -> None:
-        """Fetch the references of `server`'s tasks (once per task id, however many episodes ask at once)."""
-        if task.id in self.references:
+        """Fetch the references of `server`'s tasks on the episode's seed (once per task and seed, however many
+        episodes ask at once)."""
+        if (task.id, task.seed) in self.references:
             return
         async with self._fetching:
-            if task.id in self.references:
+            if (task.id, task.seed) in self.references:
                 return
             token = self.token or registry_token(None)[0]
-            for info in (await ctl.tasks(token=token)).tasks:
+            for info in (await ctl.tasks(token=token, seed=task.seed)).tasks:
                 if info.solution or info.answer:
-                    self.references[info.id] = info
+                    self.references[(info.id, task.seed)] = info
 
     async def act(self, messages: list[dict[str, Any]], tools: list[types.Tool], task: TaskInfo) -> Action:
-        reference = self.references.get(task.id) or task
+        reference = self.references.get((task.id, task.seed)) or task
         if not (reference.solution or reference.answer):
             raise SetupError(f"no reference for task {task.id}: the server did not reveal it (is the registry "
                              "token the server's? set MCPWORLD_REGISTRY_TOKEN)")
@@ -120,7 +121,8 @@ class RandomPolicy:
 
 
 class ReplayPolicy:
-    """Replays the assistant turns of recorded trajectories (JSONL), matched by server and task."""
+    """Replays the assistant turns of recorded trajectories (JSONL), matched by task and seed (a seed renames the
+    ids a call names, so a turn recorded on one seed means nothing on another)."""
 
     name = "replay"
     model: str | None = None
@@ -129,21 +131,24 @@ class ReplayPolicy:
         from mcpworld.agent.trajectory import INFRA_TERMINATIONS, read_jsonl
 
         self.format = format or NativeFormat()
-        self.turns: dict[str, list[dict[str, Any]]] = {}
+        self.turns: dict[tuple[str, int], list[dict[str, Any]]] = {}
         # Torn or undecodable lines are skipped with a warning naming file:line; episodes lost to an
         # infrastructure error were cut short by the outage, not by the agent, so they are not replayed.
         for _, record in read_jsonl(path, stacklevel=3):
             if not isinstance(record.get("task"), str) or record.get("termination") in INFRA_TERMINATIONS:
                 continue
             messages = record["messages"] if isinstance(record.get("messages"), list) else []
-            self.turns.setdefault(record["task"],
+            seed = record.get("seed") if isinstance(record.get("seed"), int) else 0
+            self.turns.setdefault((record["task"], seed),
                                   [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"])
 
     async def act(self, messages: list[dict[str, Any]], tools: list[types.Tool], task: TaskInfo) -> Action:
-        recorded = self.turns.get(task.id)
+        recorded = self.turns.get((task.id, task.seed))
         if recorded is None:
-            raise SetupError(f"no recorded trajectory for task {task.id} in the replay file: record it, or run only "
-                             "the recorded tasks (--task)")
+            seeds = sorted(s for t, s in self.turns if t == task.id)
+            raise SetupError(f"no recorded trajectory for task {task.id} on seed {task.seed} in the replay file"
+                             + (f" (it has seeds {', '.join(map(str, seeds))}: run with the same --seed)" if seeds
+                                else ": record it, or run only the recorded tasks (--task)"))
         turn = _turn(messages)
         if turn >= len(recorded):
             return Action(message={"role": "assistant", "content": ""}, final="")

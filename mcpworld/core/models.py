@@ -67,3 +67,4 @@ class TaskInfo(BaseModel):
     solution: list[ToolCall] = Field(default_factory=list)
     answer: str | None = None
     rubric: list[str] = Field(default_factory=list)
+    seed: int = 0  # the seed whose data the instruction and reference name (worlds rename ids by seed)

@@ -66,6 +66,7 @@ class CloseResult(types.Result):
 class TasksParams(types.RequestParams):
     split: str | None = None
     token: str | None = None  # the registry token: with it, tasks come with their reference solutions
+    seed: int = 0  # the instructions (and references) as episodes of this seed see them
 
 
 class TasksResult(types.Result):
@@ -184,9 +185,10 @@ class EpisodeControl:
     async def close(self, episode: str) -> CloseResult:
         return await self._send(CloseRequest(params=EpisodeParams(episode=episode)), CloseResult)
 
-    async def tasks(self, split: str | None = None, token: str | None = None) -> TasksResult:
-        """The server's tasks; with the registry `token`, each also carries its reference (solution, answer)."""
-        return await self._send(TasksRequest(params=TasksParams(split=split, token=token)), TasksResult)
+    async def tasks(self, split: str | None = None, token: str | None = None, seed: int = 0) -> TasksResult:
+        """The server's tasks as episodes of `seed` see them; with the registry `token`, each also carries its
+        reference (solution, answer)."""
+        return await self._send(TasksRequest(params=TasksParams(split=split, token=token, seed=seed)), TasksResult)
 
     async def state(self, episode: str, table: str | None = None, limit: int = 100) -> StateResult:
         return await self._send(StateRequest(params=StateParams(episode=episode, table=table, limit=limit)),

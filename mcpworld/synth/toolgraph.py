@@ -201,8 +201,8 @@ def _resolve_props(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def call_once(runtime: WorldRuntime, tool: str, args: dict[str, Any], seed: int = 0) -> Any:
-    """One call on a fresh fork; None for an error or an empty result."""
-    episode = runtime.fork(seed=seed)
+    """One call on a fresh fork (seed 0's data, `seed`'s generator); None for an error or an empty result."""
+    episode = runtime.fork(seed=seed, vary=False)
     try:
         result = runtime.call(episode, tool, args)
     finally:

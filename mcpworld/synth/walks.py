@@ -123,8 +123,9 @@ def _next_step(graph: ToolGraph, runtime: WorldRuntime, episode: Any, rng: rando
 
 
 def replays(runtime: WorldRuntime, chain: Chain) -> bool:
-    """Run the chain again on a clean fork with another seed; every step must return the same."""
-    episode = runtime.fork(seed=1)
+    """Run the chain again on a clean fork with another seed's generator (seed 0's data); every step must return
+    the same."""
+    episode = runtime.fork(seed=1, vary=False)
     try:
         for step in chain.steps:
             result = runtime.call(episode, step.tool, step.args)

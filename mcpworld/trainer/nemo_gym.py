@@ -282,7 +282,7 @@ class GymWorlds:
             raise Refused(503, str(exc)) from None
         request.session[STATE_KEY] = {"world": world, "task": task, "seed": seed, "episode": episode.id}
         return JSONResponse({"world": world, "task": task, "seed": seed, "episode": episode.id,
-                             "instruction": server.runtime.instruction(server.runtime.tasks[task]),
+                             "instruction": server.runtime.instruction(server.runtime.tasks[task], seed),
                              "expires_in_s": server.episodes.limits.ttl_s})
 
     async def call_tool(self, request: Request) -> Response:

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -27,6 +27,7 @@ from sqlmodel import Session
 from mcpworld.core.models import Check, TaskInfo, ToolCall, Verdict
 from mcpworld.core.tools import ArgumentError, ToolSpec, build_tool, to_jsonable
 from mcpworld.core.workers import id_tag
+from mcpworld.worlds.answers import SubmissionError, read_submission
 from mcpworld.worlds.diff import Row, StateDiff, TableDiff, diff_rows, row_key
 from mcpworld.worlds.freetext import FreeTextContext, free_text_checks, sensitive_values, written
 from mcpworld.worlds.reference import Canonical, canonical, reference_check
@@ -42,10 +43,12 @@ from mcpworld.worlds.submissions import (
     task_note,
     tool_definitions,
 )
+from mcpworld.worlds.variation import IDENTITY, View, draw_view
 from mcpworld.worlds.world import Outcome, Task, ToolError, World
 
 CHANGES_TABLE = "_mcpworld_changes"
 MAX_REFERENCES = 4096  # cached reference end states, per (task, seed)
+MAX_VIEWS = 1024  # cached seeds' views and their templates, per (task, seed)
 VERDICT_MODE = "typed-submissions-1"  # how verdicts are made: typed submissions, one sealed verdict, free text
 MAX_HELD_ROWS = 512  # loaded rows an episode keeps between its calls (beyond it, none: memory stays bounded)
 
@@ -149,6 +152,8 @@ class Episode:
     changes_seen: int = 0  # the connection's write counter when its session's rows were last known current
     generated: dict[str, str] = field(default_factory=dict)  # ids `new_id` made in this episode -> prefix
     submission: Submission | None = None  # the episode's one submit_answer or decline
+    view: View = IDENTITY  # how its seed renames the data (variation.py); undone when it is judged
+    origin: Template | None = None  # the seed-0 template a viewed episode is judged against
     _serving: int = 0  # calls in progress (a blocking one may outlive its caller's timeout)
     _serving_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -214,15 +219,16 @@ class WorldRuntime:
         self._template_lock = threading.RLock()  # one build per template, whichever thread asks first
         self._references: dict[tuple[str, int | None], list[Canonical]] = {}  # (task, seed or None: any)
         self._free_text: dict[str, FreeTextContext] = {}  # task id -> what its free text is judged against
+        self._views: dict[tuple[str | None, int], tuple[View, Template]] = {}  # (template key, seed) -> its view
         self.engine = engine_for(_ActiveConnection)
 
     # -- templates -------------------------------------------------------------------------------------
 
     def new_session(self, engine: Engine, rng: random.Random,
-                    generated: dict[str, str] | None = None) -> WorldSession:
+                    generated: dict[str, str] | None = None, view: View = IDENTITY) -> WorldSession:
         """A session on `engine` with the episode's clock, generator and generated-id record (what tools read)."""
         session = WorldSession(engine, expire_on_commit=False)
-        session.info["now"] = self.world.clock
+        session.info["now"] = view.moment(self.world.clock)
         session.info["rng"] = rng
         session.info["generated"] = generated if generated is not None else {}
         return session
@@ -293,23 +299,88 @@ class WorldRuntime:
 
     # -- episodes --------------------------------------------------------------------------------------
 
-    def fork(self, task_id: str | None = None, seed: int = 0) -> Episode:
-        """A new isolated episode for `task_id` (or the plain seeded world when None)."""
+    def fork(self, task_id: str | None = None, seed: int = 0, *, vary: bool = True) -> Episode:
+        """A new isolated episode for `task_id` (or the plain seeded world when None), on its seed's data
+        (`vary=False`: on seed 0's data, with the seed's generator: how references are played)."""
         task = None
         if task_id is not None:
             task = self.tasks.get(task_id)
             if task is None:
                 raise UnknownTask(task_id)
-        template = self.template(task)
-        conn = self.open_connection(template.data)
+        origin = self.template(task)
+        view, template = self.viewed(task, seed) if vary else (IDENTITY, origin)
         return Episode(
             id="e-" + id_tag() + secrets.token_hex(8),  # the tag names the worker process (--workers)
             task=task,
             seed=seed,
             template=template,
-            conn=conn,
+            conn=self.open_connection(template.data),
             rng=random.Random(seed),
+            view=view,
+            origin=origin,
         )
+
+    def view(self, task: Task | None, seed: int) -> View:
+        """How `seed` renames the data of `task` (identity for seed 0, or a world that does not vary)."""
+        return self.viewed(task, seed)[0]
+
+    def viewed(self, task: Task | None, seed: int) -> tuple[View, Template]:
+        """`seed`'s view of `task`'s starting state, and the template it makes (built once, kept for a while)."""
+        origin = self.template(task)
+        if seed == 0 or not self.world.vary:
+            return IDENTITY, origin
+        key = (_template_key(task), seed)
+        made = self._views.get(key)
+        if made is None:
+            made = self._build_view(task, seed, origin)
+            with self._template_lock:
+                if len(self._views) >= MAX_VIEWS:  # bounded: RL draws a new seed per sample
+                    self._views.pop(next(iter(self._views)))
+                self._views[key] = made
+        return made
+
+    def _build_view(self, task: Task | None, seed: int, origin: Template) -> tuple[View, Template]:
+        rows = self.initial_rows(origin)
+        ids = [v for table, pk in self.primary_keys.items() for row in rows[table].values()
+               for v in (row[c] for c in pk) if isinstance(v, str)]
+        names = [str(row[column]) for ref in self.world.names for table, _, column in [ref.partition(".")]
+                 for row in rows.get(table, {}).values() if row.get(column)]
+        texts = [self.world.policy, *(t.instruction for t in self.world.tasks),
+                 *(t.answer or "" for t in self.world.tasks)]
+        texts += [json.dumps([c.arguments for t in self.world.tasks for c in t.solution], default=str)]
+        corpus = json.dumps([texts, rows], default=str, ensure_ascii=False)
+        view = draw_view(seed, self.world.name, ids, names, corpus)
+        conn = self.open_connection(origin.data)
+        try:
+            view.rewrite(conn, self.metadata.tables)
+            conn.execute(f"DELETE FROM {CHANGES_TABLE}")
+            return view, Template(conn.serialize())
+        finally:
+            conn.close()
+
+    def unview(self, episode: Episode, answer: str | None = None) -> str | None:
+        """Map a viewed episode back to seed 0's terms (its rows, change log and submission), so it is judged
+        against the task as written; returns `answer` mapped back too. Once: the episode is then seed 0's."""
+        view = episode.view
+        if view.identity:
+            return answer
+        log = episode.conn.execute(f"SELECT tbl, pk FROM {CHANGES_TABLE}").fetchall()
+        view.rewrite(episode.conn, self.metadata.tables, back=True)
+        episode.conn.execute(f"DELETE FROM {CHANGES_TABLE}")
+        episode.conn.executemany(f"INSERT OR IGNORE INTO {CHANGES_TABLE} VALUES (?, ?)",
+                                 [(table, view.text(key, back=True)) for table, key in log])
+        submission = episode.submission
+        if submission is not None:
+            arguments, values = view.value(submission.arguments, back=True), submission.values
+            if values is not None and episode.task is not None:
+                try:
+                    values = read_submission(list(episode.task.expect), arguments["answer"])
+                except SubmissionError:  # read once already: a value that reads no more names nothing in seed 0
+                    values = None
+            episode.submission = replace(submission, arguments=arguments, values=values)
+        episode.generated = {view.text(k, back=True): v for k, v in episode.generated.items()}
+        episode.view, episode.template = IDENTITY, episode.origin or episode.template
+        return None if answer is None else view.text(answer, back=True)
 
     def call(self, episode: Episode, name: str, arguments: dict[str, Any] | None) -> CallResult:
         """Run one tool in its own transaction: any error rolls back and comes back as a message. The submission
@@ -330,7 +401,8 @@ class WorldRuntime:
         episode.last_used = time.monotonic()
         episode.calls += 1
         if episode.session is None:
-            episode.session = self.new_session(episode.engine or self.engine, episode.rng, episode.generated)
+            episode.session = self.new_session(episode.engine or self.engine, episode.rng, episode.generated,
+                                               episode.view)
             hold_rows(episode.session)
         db = episode.session
         _expire_if_written(episode, db)  # written beside this session since (an audit's edit): reload
@@ -417,7 +489,7 @@ class WorldRuntime:
     def _play_references(self, task: Task, seed: int) -> list[Canonical]:
         states = []
         for solution in [task.solution, *task.alternatives]:
-            episode = self.fork(task.id, seed)
+            episode = self.fork(task.id, seed, vary=False)  # judged in seed 0's terms: played on its data
             try:
                 for step in solution:
                     self.call(episode, step.name, step.arguments)
@@ -496,24 +568,25 @@ class WorldRuntime:
             return decline_checks(task, episode.submission, self.private_values(task, episode.template), answer)
         return state_checks(episode.submission)
 
-    def instruction(self, task: Task) -> str:
-        """The instruction as every agent-facing surface gives it: the task's words, and for a question how to
-        submit its answer and of what type (never a value)."""
+    def instruction(self, task: Task, seed: int = 0) -> str:
+        """The instruction as every agent-facing surface gives it: the task's words on `seed`'s data, and for a
+        question how to submit its answer and of what type (never a value)."""
+        words = self.view(task, seed).text(task.instruction)
         note = task_note(task)
-        return f"{task.instruction}\n\n{note}" if note else task.instruction
+        return f"{words}\n\n{note}" if note else words
 
-    def solution(self, task: Task) -> list[ToolCall]:
-        """The reference solution an oracle plays: the task's calls, then its submission (the typed answer, or a
-        decline citing the task's rule with its reference answer as the message)."""
+    def solution(self, task: Task, seed: int = 0) -> list[ToolCall]:
+        """The reference solution an oracle plays on `seed`'s data: the task's calls, then its submission (the
+        typed answer, or a decline citing the task's rule with its reference answer as the message)."""
         from mcpworld.worlds.answers import reference_submission
 
+        calls = list(task.solution)
         if task.expect:
-            return [*task.solution, ToolCall(name=SUBMIT_ANSWER,
-                                             arguments={"answer": reference_submission(list(task.expect))})]
-        if task.kind == "refusal" and task.reason:
-            return [*task.solution, ToolCall(name=DECLINE, arguments={"rule": task.reason,
-                                                                      "message": task.answer or ""})]
-        return list(task.solution)
+            calls.append(ToolCall(name=SUBMIT_ANSWER, arguments={"answer": reference_submission(list(task.expect))}))
+        elif task.kind == "refusal" and task.reason:
+            calls.append(ToolCall(name=DECLINE, arguments={"rule": task.reason, "message": task.answer or ""}))
+        view = self.view(task, seed)
+        return calls if view.identity else [ToolCall(name=c.name, arguments=view.value(c.arguments)) for c in calls]
 
     def task_checks(self, episode: Episode, answer: str | None, diff: StateDiff | None = None) -> list[Check]:
         """The task's own `verify` checks (none without one); a raising verifier fails with its error."""
@@ -548,6 +621,7 @@ class WorldRuntime:
         task = episode.task
         if task is None:
             raise UnknownTask("(none: this episode was started without a task)")
+        answer = self.unview(episode, answer)
         diff = self.diff(episode)
         agent = canonical(diff, episode.generated, self.world.free_fields)
         checks = [reference_check(agent, self.reference_states(task, episode.seed))]
@@ -593,12 +667,14 @@ class WorldRuntime:
         conn.close()
         return "\n\n".join(ddl)
 
-    def task_info(self, task: Task, reveal: bool = False) -> TaskInfo:
-        """What a client may know about a task; its kind and reference (solution, answer, rubric) only when
-        `reveal`."""
-        info = TaskInfo(id=task.id, instruction=self.instruction(task), split=task.split, difficulty=task.difficulty)
+    def task_info(self, task: Task, reveal: bool = False, seed: int = 0) -> TaskInfo:
+        """What a client may know about a task on `seed`'s data; its kind and reference (solution, answer,
+        rubric) only when `reveal`."""
+        info = TaskInfo(id=task.id, instruction=self.instruction(task, seed), split=task.split,
+                        difficulty=task.difficulty, seed=seed)
         if reveal:  # the kind too: knowing in advance that a task is a refusal is half of a free reward
-            info.kind, info.solution, info.answer = task.kind, self.solution(task), task.answer
+            answer = None if task.answer is None else self.view(task, seed).text(task.answer)
+            info.kind, info.solution, info.answer = task.kind, self.solution(task, seed), answer
             info.rubric = list(task.rubric)
         return info
 

@@ -269,7 +269,7 @@ class WorldServer:
             except EpisodeError as exc:
                 return text_result(str(exc), error=True)
             return value_result({"episode": episode.id, "task": task_id,
-                                 "instruction": self.runtime.instruction(episode.task),  # type: ignore[arg-type]
+                                 "instruction": self.runtime.instruction(episode.task, episode.seed),  # type: ignore[arg-type]
                                  "note": f"pass \"{HANDLE_ARGUMENT}\": \"{episode.id}\" to check_task and to "
                                          "every tool call for this task"})
         try:
@@ -402,7 +402,8 @@ class WorldServer:
         except EpisodeError as exc:
             raise MCPError(code=types.INVALID_REQUEST, message=str(exc)) from None
         started: dict[str, Any] = {"episode": episode.id, "task": task,
-                                   "instruction": self.runtime.instruction(episode.task) if episode.task else "",
+                                   "instruction": (self.runtime.instruction(episode.task, episode.seed)
+                                                   if episode.task else ""),
                                    "policy": self._policy, "expiresInS": float(self.episodes.limits.ttl_s),
                                    "environment": self.runtime.environment}
         if task is None:
@@ -453,7 +454,7 @@ class WorldServer:
 
     async def _tasks(self, ctx: Any, params: p.TasksParams) -> p.TasksResult:
         reveal = self.reveal.allows(params.token)
-        tasks = [self.runtime.task_info(t, reveal) for t in self.runtime.tasks.values()
+        tasks = [self.runtime.task_info(t, reveal, params.seed) for t in self.runtime.tasks.values()
                  if params.split is None or t.split == params.split]
         return p.TasksResult(world=self.runtime.world.name, tasks=tasks, policy=self.runtime.world.policy)
 

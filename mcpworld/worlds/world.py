@@ -205,6 +205,12 @@ class World:
     free_fields: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Columns (per table) that may differ from the reference: free text the agent words itself, judged by
     the task's own checks. Everything else in the final database must match the reference exactly."""
+    names: list[str] = field(default_factory=list)
+    """Columns ("table.column") holding people's names: a seed other than 0 renames them (variation.py)."""
+    vary: bool = False
+    """Whether seeds other than 0 rename ids and names and move dates (variation.py). Off unless a world opts in:
+    a tool that holds an id or a date in its code (a prize drawn from ["A1", "A2"]) breaks under a renaming, so
+    a world opts in once its references pass and its no-op fails on other seeds (tests/test_seed_variation.py)."""
     max_answer_chars: int = 400
     """The longest decline message a world accepts."""
     digest: str = ""

@@ -21,6 +21,8 @@ world = World(
     seed=seed,
     tools=TOOLS,
     tasks=TASKS,
+    names=["employee.name"],
+    vary=True,
     rules=RULES,
     # worded by the agent; the tasks that ask for specific content check it
     free_fields={"ticket": ("title", "description", "resolution"), "ticket_comment": ("body",),
