@@ -17,11 +17,12 @@ from mcpworld.core.models import TaskInfo
 BRIDGE = Path(__file__).with_name("openrlhf_agent.py")
 
 
-def prompt_record(server: str, task: TaskInfo, tools: list[types.Tool], seed: int = 0,
+def prompt_record(server: str, task: TaskInfo, tools: list[types.Tool],
                   registry: str | None = None, policy: str = "") -> dict[str, Any]:
-    """One dataset line: chat messages (rendered by OpenRLHF's chat template) and the JSON label."""
+    """One dataset line: chat messages (rendered by OpenRLHF's chat template) and the JSON label. The label's
+    seed is the one `task` was listed for, so the prompt's ids and names are those of the episode it starts."""
     system = system_prompt(TextFormat(), tools, policy)
-    label: dict[str, Any] = {"server": server, "task": task.id, "seed": seed}
+    label: dict[str, Any] = {"server": server, "task": task.id, "seed": task.seed}
     if registry:
         label["registry"] = registry
     return {"prompt": [{"role": "system", "content": system}, {"role": "user", "content": task.instruction}],
