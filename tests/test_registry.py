@@ -15,6 +15,8 @@ from mcpworld.registry.health import check_all
 from mcpworld.registry.records import OFFICIAL, RecordError, health_of, local_record, official_schema, validate_record
 from mcpworld.registry.store import RegistryStore
 
+LOCAL = "http://127.0.0.1"  # a loopback server answers only to loopback names (DNS rebinding)
+
 TOKEN = "test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -32,7 +34,7 @@ def store(tmp_path: Path) -> RegistryStore:
 
 @pytest.fixture
 def api(store: RegistryStore) -> TestClient:
-    return TestClient(create_app(store, TOKEN))
+    return TestClient(create_app(store, TOKEN), base_url=LOCAL)
 
 
 def official_validator() -> jsonschema.Draft7Validator:
@@ -270,7 +272,8 @@ def test_concurrent_writers(tmp_path: Path) -> None:
 def test_cors_lets_the_named_browser_origins_use_the_rest_api(store: RegistryStore) -> None:
     ui, other = "http://ui.example:5173", "http://evil.example"
     for host in ("127.0.0.1", "0.0.0.0"):  # on loopback, and exposed (where foreign Origins are refused)
-        app = TestClient(create_app(store, TOKEN, host=host, allow_hosts=["testserver"], cors_origins=[ui]))
+        app = TestClient(create_app(store, TOKEN, host=host, allow_hosts=["testserver"], cors_origins=[ui]),
+                         base_url=LOCAL if host == "127.0.0.1" else "http://testserver")
         preflight = app.options("/v0.1/servers/io.mcpworld%2Fa/status", headers={
             "Origin": ui, "Access-Control-Request-Method": "PATCH", "Access-Control-Request-Headers": "authorization"})
         assert preflight.status_code == 200 and preflight.headers["access-control-allow-origin"] == ui
@@ -279,16 +282,17 @@ def test_cors_lets_the_named_browser_origins_use_the_rest_api(store: RegistrySto
         assert listed.status_code == 200 and listed.headers["access-control-allow-origin"] == ui
         foreign = app.get("/v0/servers", headers={"Origin": other})
         assert "access-control-allow-origin" not in foreign.headers
-        assert foreign.status_code == (403 if host == "0.0.0.0" else 200)
+        assert foreign.status_code == 403  # on loopback too (issue 30): a cross-site page reads nothing
     exposed_mcp = app.post("/registry/mcp", json={}, headers={"Origin": ui})
     assert exposed_mcp.status_code == 403  # only the REST API is opened to the UI, never an MCP endpoint
 
 
 def test_cors_is_off_unless_configured(store: RegistryStore, monkeypatch) -> None:
-    assert "access-control-allow-origin" not in TestClient(create_app(store, TOKEN)).get(
+    assert "access-control-allow-origin" not in TestClient(create_app(store, TOKEN), base_url=LOCAL).get(
         "/v0/servers", headers={"Origin": "http://ui.example"}).headers
     monkeypatch.setenv("MCPWORLD_CORS_ORIGINS", "http://ui.example, http://other.example")
-    answer = TestClient(create_app(store, TOKEN)).get("/v0/servers", headers={"Origin": "http://other.example"})
+    answer = TestClient(create_app(store, TOKEN), base_url=LOCAL).get("/v0/servers",
+                                                                      headers={"Origin": "http://other.example"})
     assert answer.headers["access-control-allow-origin"] == "http://other.example"
 
 

@@ -23,6 +23,8 @@ import pytest
 
 from mcpworld.core.testing import free_port, mcpworld_cmd, wait_http
 
+LOCAL = "http://127.0.0.1"  # a loopback server answers only to loopback names (DNS rebinding)
+
 TOKEN = os.environ["MCPWORLD_REGISTRY_TOKEN"]  # conftest sets it for every server the tests start
 
 
@@ -61,6 +63,7 @@ def registry(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
 SDK_SCRIPT = r'''
 import asyncio, json, sys
 from mcpreg import HttpError, PublisherClient, RegistryClient, RegistrySettings, HttpSettings, ServerDetail
+
 
 base, token = sys.argv[1], sys.argv[2]
 settings = RegistrySettings(base_url=base, http=HttpSettings(max_attempts=1))
@@ -161,6 +164,7 @@ def test_anonymous_tokens_are_off_unless_asked_for(tmp_path: Path) -> None:
     from mcpworld.registry.api import create_app
     from mcpworld.registry.store import RegistryStore
 
-    api = TestClient(create_app(RegistryStore(f"sqlite:///{tmp_path / 'r.db'}"), "t", anonymous=False))
+    api = TestClient(create_app(RegistryStore(f"sqlite:///{tmp_path / 'r.db'}"), "t", anonymous=False),
+                     base_url=LOCAL)
     refused = api.post("/v0/auth/none")
     assert refused.status_code == 403 and "anonymous publishing is off" in refused.json()["error"]

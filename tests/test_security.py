@@ -46,6 +46,8 @@ from mcpworld.worlds.loader import load_world
 from mcpworld.worlds.runtime import WorldRuntime
 from mcpworld.worlds.server import WorldServer
 
+LOCAL = "http://127.0.0.1"  # a loopback server answers only to loopback names (DNS rebinding)
+
 TOKEN = os.environ["MCPWORLD_REGISTRY_TOKEN"]  # conftest sets it for the whole session
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "0"}}}
@@ -211,7 +213,7 @@ def _stdio_record(**package: Any) -> dict[str, Any]:
 def api(tmp_path: Path) -> Any:
     from fastapi.testclient import TestClient
 
-    return TestClient(create_app(RegistryStore(f"sqlite:///{tmp_path / 'r.db'}"), TOKEN))
+    return TestClient(create_app(RegistryStore(f"sqlite:///{tmp_path / 'r.db'}"), TOKEN), base_url=LOCAL)
 
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -295,6 +297,7 @@ WORLD = '''
 import sys, time
 from sqlmodel import Field
 from mcpworld.worlds.world import Session, Task, World, call, tool, world_base
+
 
 Base = world_base()
 
@@ -559,3 +562,19 @@ def test_the_token_file_and_data_folder_are_private_from_creation(tmp_path: Path
     assert stat.S_IMODE(os.stat(home()).st_mode) == 0o700
     assert stat.S_IMODE(os.stat(home() / "registry.token").st_mode) == 0o600
     assert registry_token(None) == (token, False)
+
+
+def test_loopback_rest_routes_answer_only_loopback_names(tmp_path: Path) -> None:
+    """Issue 30: on loopback, /v0/*, /healthz and /docs answered any Host and Origin (a DNS-rebinding page could
+    read them) while the MCP endpoints refused; now every route checks both, as MCP does, case aside."""
+    from fastapi.testclient import TestClient
+
+    app = create_app(RegistryStore(f"sqlite:///{tmp_path / 'r.db'}"), TOKEN)
+    rebound = TestClient(app, base_url="http://evil.example:8765")
+    for path in ("/v0/servers", "/healthz", "/docs", "/openapi.json"):
+        refused = rebound.get(path)
+        assert refused.status_code == 421 and "127.0.0.1 or localhost" in refused.json()["error"], path
+    local = TestClient(app, base_url="http://LOCALHOST:8765")
+    assert local.get("/v0/servers").status_code == 200
+    assert local.get("/v0/servers", headers={"Origin": "http://evil.example"}).status_code == 403
+    assert local.get("/v0/servers", headers={"Origin": "http://127.0.0.1:3000"}).status_code == 200

@@ -539,5 +539,5 @@ def endpoint_app(routes: Sequence[Any], health: Callable[[], dict[str, Any]],
         async with lifespan():
             yield
 
-    middleware = [Middleware(ExposureMiddleware, exposure=exposure, auth=False)] if exposure.exposed else []
+    middleware = [Middleware(ExposureMiddleware, exposure=exposure, auth=False)]  # loopback too: Host and Origin
     return Starlette(routes=[Route("/healthz", healthz), *routes], lifespan=run, middleware=middleware)

@@ -99,19 +99,25 @@ class Exposure:
 
     # -- the checks -------------------------------------------------------------------------------------------
 
+    @property
+    def names(self) -> frozenset[str] | tuple[str, ...]:
+        """The Host names this server answers to: loopback's own on loopback (a DNS-rebinding page sends its own
+        domain as Host, and would otherwise read every REST route), else the allowed ones."""
+        return self.allowed_hosts if self.exposed else LOOPBACK
+
     def host_allowed(self, header: str | None) -> bool:
-        if not self.exposed or "*" in self.allowed_hosts:
+        if "*" in self.allowed_hosts:
             return True
-        return bool(header) and _bare(header) in self.allowed_hosts  # type: ignore[arg-type]
+        return bool(header) and _bare(header) in self.names  # type: ignore[arg-type]
 
     def origin_allowed(self, origin: str | None) -> bool:
         """No Origin (not a browser, or same-origin GET) passes; a browser's Origin must name an allowed host."""
-        if not self.exposed or not origin:
+        if not origin:
             return True
         parts = urlsplit(origin)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             return False
-        return "*" in self.allowed_hosts or parts.hostname.lower() in self.allowed_hosts
+        return "*" in self.allowed_hosts or parts.hostname.lower() in self.names
 
     def token_ok(self, authorization: str | None) -> bool:
         if not self.exposed:
@@ -123,6 +129,9 @@ class Exposure:
     def refusal(self, headers: dict[str, str], *, auth: bool) -> tuple[int, str] | None:
         """(status, message) when a request with these (lower-case) headers must be refused, else None."""
         if not self.host_allowed(headers.get("host")):
+            if not self.exposed:
+                return 421, (f"Host {headers.get('host')!r} is not this loopback server's name: use 127.0.0.1 or "
+                             "localhost (to serve other machines, start it with --host)")
             return 421, (f"Host {headers.get('host')!r} is not one this server answers to (allowed: "
                          f"{', '.join(self.allowed_hosts)}); start it with --allow-host NAME for the name you use")
         if not self.origin_allowed(headers.get("origin")):
@@ -135,8 +144,9 @@ class Exposure:
     # -- applying them ----------------------------------------------------------------------------------------
 
     def guard(self, app: ASGIApp, *, auth: bool = True) -> ASGIApp:
-        """`app` behind the policy (Host/Origin, plus the token when `auth`); `app` itself on loopback."""
-        return ExposureMiddleware(app, exposure=self, auth=auth) if self.exposed else app
+        """`app` behind the policy: Host/Origin always (loopback names on loopback), the token when exposed and
+        `auth`."""
+        return ExposureMiddleware(app, exposure=self, auth=auth)
 
     def transport_security(self) -> TransportSecuritySettings | None:
         """Settings for the SDK's own Host/Origin checks (None on loopback: the SDK's localhost defaults)."""

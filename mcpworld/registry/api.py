@@ -298,8 +298,7 @@ def create_app(store: RegistryStore, token: str, *, host: str = "127.0.0.1",
         return _fail(422, "invalid request: " + "; ".join(f"{e['path']}: {e['message']}" for e in errors)[:300],
                      errors)
 
-    if exposure.exposed:
-        app.add_middleware(ExposureMiddleware, exposure=exposure, auth=False)
+    app.add_middleware(ExposureMiddleware, exposure=exposure, auth=False)  # on loopback too: Host and Origin
     if origins:
         app.add_middleware(_RegistryCORS, origins=origins)
     tokens = _Tokens(token, anonymous)

@@ -28,7 +28,6 @@ import statistics
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 import anyio
 import anyio.to_thread
@@ -42,7 +41,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcpworld.agent.trajectory import Termination
 from mcpworld.core.episode_server import endpoint_app, unexpected_error
-from mcpworld.core.security import LOOPBACK, Exposure
+from mcpworld.core.security import Exposure
 from mcpworld.core.streamable import BODY_DEADLINE_S, BodyTimeout, BodyTooLarge, ClientGone, read_body
 from mcpworld.core.tools import ArgumentError
 from mcpworld.worlds.episodes import EpisodeError, EpisodeLimits, WorldUnavailable
@@ -207,29 +206,6 @@ class _SessionIds:
         await self.app(scope, receive, send)
 
 
-class _LoopbackOnly:
-    """On loopback, what the MCP SDK does for the world endpoints: only localhost Host and Origin headers, so a web
-    page cannot reach the routes by DNS rebinding (beyond loopback `Exposure.guard` checks them instead)."""
-
-    def __init__(self, app: ASGIApp):
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
-            host, origin = headers.get("host", ""), headers.get("origin")
-            refused = None
-            if urlsplit(f"//{host}").hostname not in LOOPBACK:
-                refused = Refused(421, f"Host {host!r} is not this loopback server's name: use 127.0.0.1 or localhost "
-                                  "(to serve other machines, start it with --host)")
-            elif origin and urlsplit(origin).hostname not in LOOPBACK:
-                refused = Refused(403, f"Origin {origin!r} is not allowed (cross-site requests are refused)")
-            if refused is not None:
-                await refused.response()(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
-
-
 class GymWorlds:
     """The resources server's handlers over `servers` (one `WorldServer` per world, for its runtime and table)."""
 
@@ -389,7 +365,7 @@ def nemo_gym_app(servers: Sequence[WorldServer], host: str = "127.0.0.1", *, nam
     async def liveness(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
 
-    guarded = exposure.guard(gym.routes_app(), auth=True) if exposure.exposed else _LoopbackOnly(gym.routes_app())
+    guarded = exposure.guard(gym.routes_app(), auth=True)  # on loopback: Host and Origin only
     routes = [Route("/", liveness), Mount("", app=guarded)]
     return endpoint_app(routes, lambda: {"worlds": len(servers), "cookie": gym.cookie},
                         lambda: running(servers), exposure)
