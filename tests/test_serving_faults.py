@@ -162,3 +162,44 @@ def test_thousands_of_idle_connections_cost_little_and_are_closed(server: dict) 
     finally:
         for sock in idle + slow:
             sock.close()
+
+
+@pytest.fixture(scope="module")
+def patient_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    """A server with the default head deadline (30 s): the size limit, not the time limit, must refuse."""
+    port = free_port()
+    env = {**os.environ, "MCPWORLD_HOME": str(tmp_path_factory.mktemp("patient-home"))}
+    env.pop("MCPWORLD_HTTP_HEAD_TIMEOUT_S", None)
+    proc = subprocess.Popen(mcpworld_cmd("serve", "worlds", "--only", "airline", "--port", str(port)), env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/healthz", proc)
+        yield {"port": port}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_endless_header_is_refused_at_its_size_while_others_are_served(patient_server: dict) -> None:
+    """Issue 30: a header value streamed without end was copied again by the parser on every packet (quadratic),
+    so one connection stalled every other client within the head deadline; a head over 64 KiB is now a 431."""
+    import select
+
+    from mcpworld.core.serving import MAX_HEAD_BYTES
+
+    server = patient_server
+    sock = socket.create_connection(("127.0.0.1", server["port"]))
+    try:
+        sock.sendall(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{server['port']}\r\nX-Endless: ".encode())
+        sent = 0
+        while sent <= MAX_HEAD_BYTES:  # one piece at a time: each is read before the next (no reset on close)
+            sock.sendall(b"a" * 4096)
+            sent += 4096
+            assert not select.select([sock], [], [], 0)[0] or sent > MAX_HEAD_BYTES - 8192, "answered early"
+        assert select.select([sock], [], [], 20)[0], "no answer to a head over the limit"
+        status, answer = read_response(sock)
+        assert status == 431 and "64 KiB" in answer["error"]
+        assert sock.recv(1) == b"", "the connection is closed"
+    finally:
+        sock.close()
+    assert httpx.get(f"http://127.0.0.1:{server['port']}/healthz", timeout=5).status_code == 200

@@ -69,6 +69,12 @@ def listening_socket(host: str, port: int, reuse_port: bool = False) -> socket.s
 # A connection must start and finish each request head this soon (from connecting, or from its first byte after
 # a response); MCPWORLD_HTTP_HEAD_TIMEOUT_S sets it. Idle keep-alive connections are closed by uvicorn (5 s).
 HEAD_DEADLINE_S = float(os.environ.get("MCPWORLD_HTTP_HEAD_TIMEOUT_S") or 30.0)
+# The most a request head may take (request line and headers). Why a size as well as a time: the parser copies a
+# header value again on every packet that extends it, so one value streamed without end within the deadline cost
+# the server quadratic time and stalled every other client (16 of 18 health probes timed out, issue 30).
+MAX_HEAD_BYTES = 64 * 1024
+_HEAD_TOO_LARGE = json.dumps({"error": f"request head over {MAX_HEAD_BYTES // 1024} KiB (request line and headers): "
+                              "send large data in the body", "status": 431}).encode()
 
 
 class _OneWrite:
@@ -123,6 +129,7 @@ def guarded_protocol() -> type:
 
     class Guarded(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
         _head_timer: Any = None
+        _head_bytes = 0  # bytes of a request head received so far, while one is incomplete
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
@@ -130,13 +137,30 @@ def guarded_protocol() -> type:
 
         def data_received(self, data: bytes) -> None:
             before = self.cycle
+            if self._head_bytes > MAX_HEAD_BYTES:
+                return  # refused already: the connection is closing
             super().data_received(data)
             if self.cycle is not before or self.transport.is_closing():
+                self._head_bytes = 0
                 if self._head_timer is not None:  # a request head completed
                     self._head_timer.cancel()
                     self._head_timer = None
-            elif (before is None or before.response_complete) and self._head_timer is None:
-                self._head_timer = self.loop.call_later(HEAD_DEADLINE_S, self._head_overdue, before)
+            elif before is None or before.response_complete:  # still inside a request head
+                self._head_bytes += len(data)
+                if self._head_bytes > MAX_HEAD_BYTES:
+                    self._head_too_large()
+                elif self._head_timer is None:
+                    self._head_timer = self.loop.call_later(HEAD_DEADLINE_S, self._head_overdue, before)
+
+        def _head_too_large(self) -> None:
+            logger.info("refusing a request head over %d bytes", MAX_HEAD_BYTES)
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+            self.transport.write(b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\n"
+                                 b"content-length: %d\r\nconnection: close\r\n\r\n" % len(_HEAD_TOO_LARGE)
+                                 + _HEAD_TOO_LARGE)
+            self.transport.close()
 
         def on_headers_complete(self) -> None:
             super().on_headers_complete()
