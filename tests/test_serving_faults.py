@@ -203,3 +203,15 @@ def test_endless_header_is_refused_at_its_size_while_others_are_served(patient_s
     finally:
         sock.close()
     assert httpx.get(f"http://127.0.0.1:{server['port']}/healthz", timeout=5).status_code == 200
+
+
+def test_the_server_may_hold_more_sockets_than_the_common_soft_limit(server: dict) -> None:
+    """Issue 30: under the common 1,024-descriptor soft limit, ~1,100 idle sockets denied every other client; a
+    server raises its soft limit to the hard one (capped at 2**20)."""
+    import resource
+
+    with open(f"/proc/{server['pid']}/limits") as f:
+        line = next(line for line in f if line.startswith("Max open files"))
+    soft = int(line.split()[3])
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    assert soft == min(hard, 1 << 20) if hard != resource.RLIM_INFINITY else soft == 1 << 20

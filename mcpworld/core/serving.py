@@ -229,9 +229,27 @@ class DirectEndpoints:
         await self.app(scope, receive, send)
 
 
+def raise_descriptor_limit(cap: int = 1 << 20) -> int:
+    """Let this process hold as many sockets as the hard limit allows (up to `cap`); returns the soft limit.
+
+    Why: the common soft limit is 1,024 descriptors, and about 1,100 idle connections (closed only after the head
+    deadline) denied every other client (issue 30); the hard limit is usually far higher."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = cap if hard == resource.RLIM_INFINITY else min(hard, cap)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            soft = wanted
+    return soft
+
+
 def config(app: Any, log_level: str = "warning", **options: Any) -> Any:
     """The uvicorn configuration every mcpworld HTTP server runs with."""
     import uvicorn
+
+    raise_descriptor_limit()
 
     if hasattr(app, "router"):  # a Starlette app (a worker's router gets its app already wrapped, see `serve`)
         app = DirectEndpoints(app)

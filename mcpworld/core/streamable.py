@@ -83,6 +83,7 @@ LOOPBACK_SECURITY = TransportSecuritySettings(  # what the SDK applies by itself
 )
 # The whole body must arrive within this (a trickled body is refused, 408); MCPWORLD_HTTP_BODY_TIMEOUT_S sets it.
 BODY_DEADLINE_S = float(os.environ.get("MCPWORLD_HTTP_BODY_TIMEOUT_S") or 30.0)
+SESSION_EVICT_IDLE_S = 60.0  # with the session table full, a session idle this long may be ended for a new one
 SESSION_HEADER = b"mcp-session-id"
 _NONE: dict[str, Any] = {}
 _ABSENT = object()  # an envelope key the request did not send (its repr equals no JSON value's)
@@ -300,6 +301,7 @@ class _Session:
     last_used: float = field(default_factory=time.monotonic)
     in_flight: dict[Any, _InFlight] = field(default_factory=dict)
     ready: bool = False  # the client's initialize was accepted
+    requests: int = 0  # requests after initialize: a session that made none is the first to go when the table is full
 
 
 class _Route:
@@ -740,6 +742,7 @@ class StreamableHTTP:
                                                  "initialize without Mcp-Session-Id to open another", rid),
                             reply_headers, sse)
             return
+        session.requests += 1
         task = asyncio.current_task()
         assert task is not None
         flight = session.in_flight[rid] = _InFlight(task)
@@ -774,6 +777,8 @@ class StreamableHTTP:
 
     async def _initialize(self, scope: Any, send: Any, headers: Headers, rid: Any, params: Any, sse: bool) -> None:
         await self._sweep()
+        if len(self.sessions) >= self.max_sessions:
+            await self._make_room()
         if len(self.sessions) >= self.max_sessions:
             await send_json(send, 503, rpc_error(types.INTERNAL_ERROR, f"Too many open sessions ({self.max_sessions});"
                                                  " end finished sessions (DELETE) or retry later", rid), sse=sse)
@@ -814,6 +819,20 @@ class StreamableHTTP:
                     await result
             except Exception:  # a failed cleanup is logged; the episode TTL still holds
                 logger.exception("freeing session %s failed", session_id[:16])
+
+    async def _make_room(self) -> None:
+        """With the table full, end the least recently used session that made no request after its handshake, else
+        one idle past SESSION_EVICT_IDLE_S. Why: 10,000 initializes without a DELETE locked every new client out
+        (503) for the 30-minute idle expiry (issue 30); sessions that work are kept."""
+        now = time.monotonic()
+        quiet = [s for s in self.sessions.values() if not s.in_flight]
+        unused = [s for s in quiet if s.requests == 0]
+        idle = [s for s in quiet if now - s.last_used > SESSION_EVICT_IDLE_S]
+        pick = min(unused or idle, key=lambda s: s.last_used, default=None)
+        if pick is not None:
+            logger.info("session table full (%d): ending %s session %s", self.max_sessions,
+                        "an unused" if unused else "an idle", pick.id[:16])
+            await self._end(pick.id)
 
     async def _sweep(self) -> None:
         """End sessions idle past `session_idle_s` (checked at most every few seconds, when one opens)."""
