@@ -177,7 +177,7 @@ def test_bad_input_is_refused_with_what_to_do(tmp_path: Path) -> None:
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "gen_scenario.jsonl").write_text('{"name": "A"}\nnot json\n')
-    code, output = run_cli("import-awm", str(broken))
+    code, output = run_cli("import-awm", str(broken), "-o", str(tmp_path / "out"))
     assert code != 0 and "gen_scenario.jsonl:2: not JSON" in output
 
 
@@ -233,3 +233,24 @@ def test_dataset_sql_has_a_deadline_and_deep_json_a_clear_error(tmp_path: Path) 
     deep.write_text('{"name": "ok", "description": "x"}\n' + "[" * 100_000 + "]" * 100_000 + "\n")
     with pytest.raises(AwmFormatError, match=r"gen_scenario.jsonl:2: JSON nested too deeply"):
         list(jsonl_records(deep))
+
+
+def test_bad_lines_are_reported_and_skipped_not_fatal(tmp_path: Path) -> None:
+    """Issue 30: one bad line (not JSON, nested too deeply, a verifier without its task index) aborted the whole
+    import; now it is said and skipped, a scenario whose own record is malformed fails alone, and the others are
+    still tried."""
+    data = tmp_path / "data"
+    shutil.copytree(DATA, data)
+    with (data / "gen_tasks.jsonl").open("a") as f:
+        f.write("not json\n")
+    with (data / "gen_sample.jsonl").open("a") as f:
+        f.write("[" * 100_000 + "]" * 100_000 + "\n")
+    with (data / "gen_verifier.jsonl").open("a") as f:
+        f.write(json.dumps({"scenario": "Library Loans", "verification": {"code": "x = 1  # no task index"}}) + "\n")
+    code, output = run_cli("import-awm", str(data), "--only", "Library Loans", "--only", "Ghost Gym",
+                           "-o", str(tmp_path / "out"), "--json")
+    assert "warning: skipped" in output and "gen_tasks.jsonl:" in output and "nested too deeply" in output
+    report = json.loads(output[output.index("{"):])
+    problems = {s["scenario"]: s["problems"][0] for s in report["scenarios"]}
+    assert "malformed record" in problems["library_loans"] and "no integer 'task_idx'" in problems["library_loans"]
+    assert "no gen_envs.jsonl record" in problems["ghost_gym"] and code == 1

@@ -326,6 +326,8 @@ async def import_scenario(scenario: AwmScenario, out_dir: Path, *, references: d
                             input_hash=scenario.input_hash())
     dest = out_dir / name
     try:
+        if scenario.broken:
+            raise ValueError(f"malformed record: {scenario.broken}")
         if not scenario.full_code:
             raise ValueError("no gen_envs.jsonl record (full_code)")
         if not scenario.tasks:

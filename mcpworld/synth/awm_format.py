@@ -62,6 +62,7 @@ class AwmScenario:
     full_code: str | None = None
     code_verifiers: dict[int, dict[str, Any]] = field(default_factory=dict)
     sql_verifiers: dict[int, dict[str, Any]] = field(default_factory=dict)
+    broken: str | None = None  # "file:line: what was wrong" in one of its records: reported, not imported
 
     def input_hash(self) -> str:
         """Of every record the import reads: a resumed import redoes a scenario only when it changed."""
@@ -71,20 +72,29 @@ class AwmScenario:
         return hashlib.sha256(doc.encode()).hexdigest()
 
 
-def jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def jsonl_records(path: Path, problems: list[str] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each line's JSON object. A line that is not one raises AwmFormatError, or with `problems` is noted there
+    and skipped (one bad line among a thousand scenarios once aborted the whole import)."""
     with path.open(encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
             if not line.strip():
                 continue
+            problem = None
             try:
                 record = json.loads(line)
             except ValueError as exc:
-                raise AwmFormatError(f"{path}:{number}: not JSON ({exc})") from None
+                problem = f"{path}:{number}: not JSON ({exc})"
             except RecursionError:  # one line nested thousands deep once aborted the import with a traceback
-                raise AwmFormatError(f"{path}:{number}: JSON nested too deeply to read") from None
-            if not isinstance(record, dict):
-                raise AwmFormatError(f"{path}:{number}: expected a JSON object per line")
-            yield number, record
+                problem = f"{path}:{number}: JSON nested too deeply to read"
+            else:
+                if not isinstance(record, dict):
+                    problem = f"{path}:{number}: expected a JSON object per line"
+            if problem is None:
+                yield number, record
+            elif problems is None:
+                raise AwmFormatError(problem)
+            else:
+                problems.append(problem)
 
 
 def scenario_key(path: Path, number: int, record: dict[str, Any], field_name: str = "scenario") -> str:
@@ -94,11 +104,13 @@ def scenario_key(path: Path, number: int, record: dict[str, Any], field_name: st
     return normalize_scenario_name(value)
 
 
-def read_dataset(root: str | Path) -> list[AwmScenario]:
+def read_dataset(root: str | Path, problems: list[str] | None = None) -> list[AwmScenario]:
     """The scenarios of an AWM data folder, in gen_scenario.jsonl's order.
 
     gen_scenario.jsonl is required; a scenario missing from another file is kept with that part None, and
     the import reports it. The first verifier entry for a (scenario, task_idx) wins, as in AWM's loader.
+    With `problems`, bad data does not stop the read: a line that is no JSON object is noted there and skipped,
+    and a scenario with a malformed record of its own is marked `broken` (its import reports why).
     """
     root = Path(root)
     if not (root / "gen_scenario.jsonl").is_file():
@@ -106,8 +118,14 @@ def read_dataset(root: str | Path) -> list[AwmScenario]:
         raise AwmFormatError(f"{root}: no gen_scenario.jsonl (found {found}); point at a folder with AWM's "
                              f"files: {', '.join(DATA_FILES)}")
     scenarios: dict[str, AwmScenario] = {}
-    for number, record in jsonl_records(root / "gen_scenario.jsonl"):
-        key = scenario_key(root / "gen_scenario.jsonl", number, record, "name")
+    for number, record in jsonl_records(root / "gen_scenario.jsonl", problems):
+        try:
+            key = scenario_key(root / "gen_scenario.jsonl", number, record, "name")
+        except AwmFormatError as exc:
+            if problems is None:
+                raise
+            problems.append(str(exc))
+            continue
         scenarios.setdefault(key, AwmScenario(key=key, name=str(record["name"]),
                                               description=str(record.get("description") or "")))
 
@@ -115,8 +133,14 @@ def read_dataset(root: str | Path) -> list[AwmScenario]:
         path = root / file
         if not path.is_file():
             return
-        for number, record in jsonl_records(path):
-            scenario = scenarios.get(scenario_key(path, number, record))
+        for number, record in jsonl_records(path, problems):
+            try:
+                scenario = scenarios.get(scenario_key(path, number, record))
+            except AwmFormatError as exc:
+                if problems is None:
+                    raise
+                problems.append(str(exc))
+                continue
             if scenario is not None:
                 yield scenario, number, record
 
@@ -132,7 +156,10 @@ def read_dataset(root: str | Path) -> list[AwmScenario]:
         for s, number, r in each(file):
             idx = r.get("task_idx")
             if not isinstance(idx, int):
-                raise AwmFormatError(f"{root / file}:{number}: no integer 'task_idx'")
+                if problems is None:
+                    raise AwmFormatError(f"{root / file}:{number}: no integer 'task_idx'")
+                s.broken = s.broken or f"{root / file}:{number}: no integer 'task_idx'"
+                continue
             code = (r.get("verification") or {}).get("code")
             if isinstance(code, str) and len(code.strip()) >= 10:
                 getattr(s, attr).setdefault(idx, r["verification"])

@@ -358,11 +358,16 @@ def synth_import_awm(path: Path, install: bool, out: Path, only: tuple[str, ...]
 
     if bool(model) != bool(base_url):
         raise click.UsageError("--model and --base-url go together (the model proposes reference solutions)")
+    problems: list[str] = []  # lines that are no scenario's: said, skipped; a scenario's own bad record fails it alone
     try:
-        scenarios = read_dataset(path)
+        scenarios = read_dataset(path, problems)
         refs = read_references(references) if references else {}
     except AwmFormatError as exc:
         raise click.ClickException(str(exc)) from None
+    for problem in problems[:20]:
+        click.echo(f"warning: skipped {problem}", err=True)
+    if len(problems) > 20:
+        click.echo(f"warning: and {len(problems) - 20} more bad lines skipped", err=True)
     if only:
         wanted = {normalize_scenario_name(o) for o in only}
         unknown = wanted - {s.key for s in scenarios}
