@@ -127,6 +127,26 @@ def test_writes_outside_the_workspace_fail(backend: LocalBackend, workspace: Pat
         Path(f"/var/tmp/pwned-{outside.name}").unlink(missing_ok=True)
 
 
+def test_remounting_the_host_writable_fails_even_for_root(backend: LocalBackend, workspace: Path) -> None:
+    """Issue 28: run by root, bubblewrap kept every capability inside its user namespace: `mount -o remount,rw,bind
+    /` made the host's read-only filesystem writable (a file appeared in the host's /usr/local). The sandbox now
+    drops every capability."""
+    target = Path("/usr/local") / f".mcpworld-remount-{uuid.uuid4().hex}"
+    try:
+        result = run(backend, workspace, "grep CapEff /proc/self/status; mount -o remount,rw,bind / ; "
+                                         f"mount -o remount,rw,bind /usr ; echo x > {target}; echo done")
+        assert "done" in result.stdout and "CapEff:\t0000000000000000" in result.stdout, result.stdout
+        assert not target.exists(), "the sandbox wrote the host's /usr"
+        # the host's whole filesystem, read-only (how workers and checks run): / itself must stay read-only
+        shown = contain.Contained(["sh", "-c", f"mount -o remount,rw,bind / ; echo x > {target}"], contain=True,
+                                  env={"PATH": "/usr/bin:/bin"}, host_root=True,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        shown.wait(timeout=20)
+        assert not target.exists(), "the sandbox remounted the host's / writable and wrote it"
+    finally:
+        target.unlink(missing_ok=True)
+
+
 def test_registry_token_and_other_users_tmp_files_are_unreadable(backend: LocalBackend, workspace: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     data = Path(tempfile.mkdtemp(prefix="mcpworld-data-", dir="/var/tmp"))  # outside /tmp: hidden on purpose

@@ -147,7 +147,9 @@ def bwrap_argv(inner: Sequence[str], *, cwd: str | None = None, rw: Sequence[str
     Both: private /tmp, own /proc and /dev, every namespace unshared (so no network), new session.
     """
     exe = bwrap_exe() or "bwrap"
-    args = [exe, "--unshare-all", "--die-with-parent", "--new-session"]
+    # --cap-drop ALL: run by root, bubblewrap otherwise keeps every capability inside its user namespace, and
+    # `mount -o remount,rw,bind /` then made the host's read-only filesystem writable (issue 28)
+    args = [exe, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     if host_root:
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         hidden = hidden_paths()
