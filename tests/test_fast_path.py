@@ -368,7 +368,8 @@ def test_envelopes_kept_stay_few_and_small_whatever_clients_send() -> None:
     from mcpworld.core.streamable import StreamableHTTP
 
     app = worlds_app(build_servers(["airline"], EpisodeLimits()))
-    transport = next(r.app for r in app.router.routes if isinstance(r, Mount) and isinstance(r.app, StreamableHTTP))
+    mounted = [getattr(r.app, "app", r.app) for r in app.router.routes if isinstance(r, Mount)]  # past the guard
+    transport = next(a for a in mounted if isinstance(a, StreamableHTTP))
     with serve_in_thread(app, free_port()) as base, httpx.Client(timeout=30) as client:
         for i in range(600):  # 300 big, 300 small: more than 256 to keep
             big = i % 2 == 0
