@@ -492,7 +492,8 @@ def endpoint(server: Any, exposure: Exposure, on_session_end: Callable[[str], An
     app = StreamableHTTP(server, security=exposure.transport_security() if exposure.exposed else LOOPBACK_SECURITY,
                          on_session_end=ended if on_session_end is not None else None)
     _endpoints.setdefault(server, []).append(weakref.ref(app))
-    return exposure.guard(app, auth=auth)
+    # on loopback the transport checks Host and Origin itself (LOOPBACK_SECURITY): no second pass per request
+    return exposure.guard(app, auth=auth) if exposure.exposed else app
 
 
 def mount(prefix: str, server: Any, exposure: Exposure, on_session_end: Callable[[str], Any] | None = None, *,
