@@ -31,9 +31,12 @@ from mcp.shared.inbound import (
 from mcp_types.version import LATEST_MODERN_VERSION
 
 from mcpworld import __version__
-from mcpworld.core.protocol import EPISODE_META_KEY
+from mcpworld.core.protocol import EPISODE_META_KEY, METHOD_TASKS
 from mcpworld.core.workers import RETRY_HEADER, owner_of
 from mcpworld.registry.client import ConnectError, tls_context
+
+# Requests that only read: one whose connection broke (a worker it passed through died) is asked again as it is.
+READS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list", METHOD_TASKS})
 
 R = TypeVar("R", bound=types.Result)
 PROTOCOL_VERSION = LATEST_MODERN_VERSION  # "2026-07-28"
@@ -109,6 +112,9 @@ class SessionlessClient:
         try:
             message = await self._post(body, headers, rid, timeout)
         except ConnectionResetError:
+            if method in READS:  # a read changes nothing: asking it again on a fresh connection is safe anywhere
+                message = await self._post(body, headers, rid, timeout)
+                return self._result(message, result_type)
             if owner_of(params["_meta"].get(EPISODE_META_KEY) or params.get("episode")) is None:
                 raise
             # A request of a worker's episode (`--workers N`) lost its connection (a worker it passed through
@@ -116,6 +122,10 @@ class SessionlessClient:
             # reply it kept, so the request never acts twice (mcpworld.core.workers.Replies). A single-process
             # server keeps no replies, so its requests are not asked again.
             message = await self._post(body, {**headers, RETRY_HEADER: "1"}, rid, timeout)
+        return self._result(message, result_type)
+
+    @staticmethod
+    def _result(message: dict[str, Any], result_type: type[R]) -> R:
         if "error" in message:
             error = message["error"] if isinstance(message["error"], dict) else {}
             raise MCPError(code=int(error.get("code", types.INTERNAL_ERROR)),
