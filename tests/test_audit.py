@@ -180,6 +180,10 @@ def test_chance_levels(report: AuditReport) -> None:
     assert chance[("answer", "constant")].level == 0.5  # "3" answers count-stocked; top-fruit takes nothing
     assert chance[("refusal", "constant")].level == 1.0 and chance[("refusal", "random")].level == 0.5
     assert chance[("state", "constant")].level == pytest.approx(1 / 3)  # the planted empty alternative
+    # a world whose seeds do not vary its data: what was right on seed 0 is right on every seed (top-fruit's own
+    # reference fails everywhere)
+    assert chance[("refusal", "memorised")].level == chance[("state", "memorised")].level == 1.0
+    assert chance[("answer", "memorised")].level == 0.5
     assert any(w.startswith("refusal: random earns 0.50") for w in report.warnings)
 
 

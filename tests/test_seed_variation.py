@@ -147,3 +147,13 @@ def test_submission_read_on_its_seed_is_judged_in_seed_zero_terms(runtimes: dict
     assert rt.play(task.id, None, [*calls[:-1], ToolCall(name="submit_answer", arguments={"answer": submitted})],
                    seed=8).passed
     assert view.text("Priya Nair") != "Priya Nair"
+
+
+def test_the_audit_reports_what_memorising_seed_zero_earns(runtimes: dict[str, WorldRuntime]) -> None:
+    """`mcpworld world audit` prints a "memorised" chance level per kind: seed 0's reference replayed on seed 1."""
+    from mcpworld.worlds.audit import audit
+
+    chance = {(c.kind, c.policy): c.level for c in audit(runtimes["airline"]).chance}
+    assert chance[("state", "memorised")] == 0.0  # every state task names an id or a person
+    assert chance[("refusal", "memorised")] == 1.0  # the rule a refusal cites is the same on every seed
+    assert 0.0 < chance[("answer", "memorised")] <= 1.0  # counts and amounts stay; "delayed"... also stays

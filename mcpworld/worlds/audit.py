@@ -143,12 +143,14 @@ class ChanceLevel:
 
     kind: str
     tasks: int
-    policy: str  # "constant" (the best single submission or decline for all tasks) or "random"
+    policy: str  # "constant" (the best single submission or decline for all tasks), "random", or "memorised"
+    # (seed 0's reference, calls and submission word for word, replayed on another seed)
     level: float
     how: str = ""
 
 
 CHANCE_WARNING = 0.1
+MEMO_SEED = 1  # where a policy that memorised seed 0's episodes is tried
 
 
 # -- attempts ---------------------------------------------------------------------------------------------
@@ -754,9 +756,20 @@ def chance_levels(runtime: WorldRuntime, contexts: list[TaskContext], noop: dict
     Answers: the constant is the best single value over every candidate the audit generated for the world's
     answer tasks (each task's right and wrong values); random picks uniformly among a task's candidates of each
     part. Refusals: the constant declines citing the most common rule; random cites any rule. State tasks: the
-    constant does nothing (the noop policy's pass rate); random is the random policy's.
+    constant does nothing (the noop policy's pass rate); random is the random policy's. Every kind: "memorised"
+    replays seed 0's reference word for word on seed MEMO_SEED (1.0 where the world's seeds do not vary its data,
+    and for what a seed cannot rename: counts, amounts, a refusal's rule).
     """
     out: list[ChanceLevel] = []
+    memorised: list[ChanceLevel] = []
+    for kind, group in (("answer", [c for c in contexts if c.task.expect or c.task.kind == "answer"]),
+                        ("refusal", [c for c in contexts if c.task.kind == "refusal"]),
+                        ("state", [c for c in contexts if not c.task.expect and c.task.kind == "state"])):
+        if group:
+            hits = sum(runtime.play(c.task.id, c.task.answer, runtime.solution(c.task), seed=MEMO_SEED).passed
+                       for c in group)
+            memorised.append(ChanceLevel(kind, len(group), "memorised", hits / len(group),
+                                         f"seed 0's calls and submission, replayed on seed {MEMO_SEED}"))
     answers = [c for c in contexts if c.task.expect or c.task.kind == "answer"]
     if answers:
         pool: list[Any] = []
@@ -791,7 +804,7 @@ def chance_levels(runtime: WorldRuntime, contexts: list[TaskContext], noop: dict
     if states:
         passed = sum(noop.get(c.task.id, False) for c in states)
         out.append(ChanceLevel("state", len(states), "constant", passed / len(states), "does nothing"))
-    return out
+    return out + memorised
 
 
 def audit(runtime: WorldRuntime, tasks: list[str] | None = None,
