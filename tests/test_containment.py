@@ -285,3 +285,20 @@ def test_worker_refuses_a_huge_result_once(worker: Worker) -> None:
     assert worker.starts == 1  # no timeout, no restart, no second run
     assert worker.run(CALL, {"source": "def f():\n    return 3", "name": "f", "args": {}}).value == 3
     assert worker.starts == 1
+
+
+def test_files_other_users_may_not_read_are_empty_in_the_sandbox(backend: LocalBackend, workspace: Path) -> None:
+    """Issue 28: the sandbox's uid is the host's, so a fixed list of secrets missed the rest: /etc/shadow- (the
+    password hashes' backup) was readable from the shell tool. Every file under /etc, /var, /opt, /srv that
+    other users may not read now reads as empty, whatever its name."""
+    planted = Path("/etc") / f"mcpworld-secret-{uuid.uuid4().hex}"
+    planted.write_text("host-secret-value\n")
+    planted.chmod(0o600)
+    contain.private_paths.cache_clear()
+    try:
+        result = run(backend, workspace, f"cat {planted}; cat /etc/shadow- /etc/gshadow- 2>/dev/null; echo done")
+        assert "done" in result.stdout and "host-secret-value" not in result.stdout
+        assert "root:" not in result.stdout, result.stdout
+    finally:
+        planted.unlink()
+        contain.private_paths.cache_clear()

@@ -95,6 +95,43 @@ def data_home() -> str:
 
 _HIDE: list[str] = []
 SECRET_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers")  # root-only host files: empty in a host-root sandbox
+PRIVATE_ROOTS = ("/etc", "/var", "/opt", "/srv", "/usr/local/etc")  # where the host keeps what others may not read
+
+
+@lru_cache(maxsize=1)
+def private_paths() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(files, folders) under PRIVATE_ROOTS that other users may not read: a host-root sandbox shows them empty.
+
+    Why not a list: the sandbox's uid is the host's own, so every such file was readable in it, and a fixed list
+    missed /etc/shadow- (the password hashes' backup), /var/cache/debconf/passwords.dat, pg_hba.conf... The scan
+    (about 75 ms) runs once per process; `private_paths.cache_clear()` rescans."""
+    import stat
+
+    files: list[str] = []
+    folders: list[str] = []
+    for top in PRIVATE_ROOTS:
+        for root, dirs, names in os.walk(top):
+            depth = root.count("/") - top.count("/")
+            for name in list(dirs):
+                path = os.path.join(root, name)
+                try:
+                    mode = os.lstat(path).st_mode
+                except OSError:
+                    continue
+                if stat.S_ISDIR(mode) and mode & 0o005 != 0o005:
+                    folders.append(path)
+                    dirs.remove(name)
+            for name in names:
+                path = os.path.join(root, name)
+                try:
+                    mode = os.lstat(path).st_mode
+                except OSError:
+                    continue
+                if stat.S_ISREG(mode) and not mode & 0o004:
+                    files.append(path)
+            if top != "/etc" and depth >= 2:  # /etc whole; the others' secrets sit near their top
+                dirs[:] = []
+    return tuple(files), tuple(folders)
 
 
 def hide(path: str | Path) -> None:
@@ -164,7 +201,11 @@ def bwrap_argv(inner: Sequence[str], *, cwd: str | None = None, rw: Sequence[str
         for path in ro:  # but what was asked for explicitly stays visible
             if any(_under(path, h) for h in hidden) and os.path.exists(path):
                 args += ["--ro-bind", path, path]
-        for path in [*SECRET_FILES, *_HIDE]:  # hidden files read as empty
+        files, folders = private_paths()
+        for path in folders:  # but never one that holds, or is, a folder this sandbox is given
+            if os.path.isdir(path) and not any(_under(path, b) or _under(b, path) for b in [*back, *rw]):
+                args += ["--tmpfs", path]
+        for path in dict.fromkeys([*SECRET_FILES, *files, *_HIDE]):  # hidden files read as empty
             if os.path.isfile(path) and not _under(path, "/tmp"):
                 args += ["--ro-bind", "/dev/null", path]
     else:
