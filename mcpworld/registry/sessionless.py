@@ -36,6 +36,7 @@ from mcpworld.core.workers import RETRY_HEADER, owner_of
 from mcpworld.registry.client import ConnectError, tls_context
 
 # Requests that only read: one whose connection broke (a worker it passed through died) is asked again as it is.
+ASK_AGAIN = 3  # tries after a broken connection (see SessionlessClient._again)
 READS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list", METHOD_TASKS})
 
 R = TypeVar("R", bound=types.Result)
@@ -112,17 +113,29 @@ class SessionlessClient:
         try:
             message = await self._post(body, headers, rid, timeout)
         except ConnectionResetError:
-            if method in READS:  # a read changes nothing: asking it again on a fresh connection is safe anywhere
-                message = await self._post(body, headers, rid, timeout)
-                return self._result(message, result_type)
-            if owner_of(params["_meta"].get(EPISODE_META_KEY) or params.get("episode")) is None:
+            if method in READS:  # a read changes nothing: asking it again is safe anywhere
+                again = headers
+            elif owner_of(params["_meta"].get(EPISODE_META_KEY) or params.get("episode")) is not None:
+                # A request of a worker's episode (`--workers N`) lost its connection (a worker it passed through
+                # died): ask again, marked; the worker holding the episode answers with the reply it kept, so the
+                # request never acts twice (mcpworld.core.workers.Replies). A single-process server keeps no
+                # replies, so its requests are not asked again.
+                again = {**headers, RETRY_HEADER: "1"}
+            else:
                 raise
-            # A request of a worker's episode (`--workers N`) lost its connection (a worker it passed through
-            # died): ask once more, marked, on a fresh connection; the worker holding the episode answers with the
-            # reply it kept, so the request never acts twice (mcpworld.core.workers.Replies). A single-process
-            # server keeps no replies, so its requests are not asked again.
-            message = await self._post(body, {**headers, RETRY_HEADER: "1"}, rid, timeout)
+            message = await self._again(body, again, rid, timeout)
         return self._result(message, result_type)
+
+    async def _again(self, body: str, headers: dict[str, str], rid: int, timeout: float | None) -> dict[str, Any]:
+        """Ask again after a broken connection, up to ASK_AGAIN times: each failure drops one dead pooled
+        connection (another keep-alive connection the dying worker had accepted), so the next try takes another."""
+        for attempt in range(1, ASK_AGAIN + 1):
+            try:
+                return await self._post(body, headers, rid, timeout)
+            except ConnectionResetError:
+                if attempt == ASK_AGAIN:
+                    raise
+        raise AssertionError("unreachable")
 
     @staticmethod
     def _result(message: dict[str, Any], result_type: type[R]) -> R:
