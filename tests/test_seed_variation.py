@@ -157,3 +157,17 @@ def test_the_audit_reports_what_memorising_seed_zero_earns(runtimes: dict[str, W
     assert chance[("state", "memorised")] == 0.0  # every state task names an id or a person
     assert chance[("refusal", "memorised")] == 1.0  # the rule a refusal cites is the same on every seed
     assert 0.0 < chance[("answer", "memorised")] <= 1.0  # counts and amounts stay; "delayed"... also stays
+
+
+def test_validate_refuses_a_varying_world_whose_tool_holds_an_id() -> None:
+    """A world that opts in to `vary` is checked on another seed: the prize tool of tests/test_reference.py draws
+    from ["A1", "A2"] in its code, which a renaming breaks; `validate` says so and what to do."""
+    import dataclasses
+
+    from mcpworld.worlds.validate import task_problems
+
+    rt = WorldRuntime(dataclasses.replace(runtimes_of_test_reference().world, vary=True))
+    problems = task_problems(rt, rt.tasks["draw"], "world.py")
+    assert [p.field for p in problems] == ["task draw: vary"], problems
+    assert "hold an id or a date in its code" in str(problems[0]) and "vary=False" in str(problems[0])
+    assert task_problems(WorldRuntime(runtimes_of_test_reference().world), rt.tasks["draw"], "world.py") == []

@@ -181,7 +181,25 @@ def task_problems(runtime: WorldRuntime, task: Task, init: str) -> list[Problem]
         out.append(Problem(where, f"{field}: verify", "a no-op episode passes: the verifier checks nothing the "
                                                       "task asks for (or the target already holds)"))
     noop.close()
+    if runtime.world.vary and not out:
+        out += _on_another_seed(runtime, task, where, field)
     return out
+
+
+VARIED_SEED = 1  # where a world that varies its data is checked to keep each task's meaning
+
+
+def _on_another_seed(runtime: WorldRuntime, task: Task, where: str, field: str) -> list[Problem]:
+    """A world that opts in to `vary` must keep each task's meaning on another seed: the seed's reference passes
+    and its no-op fails there (a tool that holds an id or a date in its code breaks under the renaming)."""
+    answer = runtime.task_info(task, reveal=True, seed=VARIED_SEED).answer
+    if not runtime.play(task.id, answer, runtime.solution(task, VARIED_SEED), seed=VARIED_SEED).passed:
+        return [Problem(where, f"{field}: vary", f"the reference fails on seed {VARIED_SEED}, whose data renames "
+                                                 "ids, names and dates: does a tool hold an id or a date in its "
+                                                 "code? Read it from the data, or set vary=False")]
+    if runtime.play(task.id, None, [], seed=VARIED_SEED).passed:
+        return [Problem(where, f"{field}: vary", f"a no-op episode passes on seed {VARIED_SEED}")]
+    return []
 
 
 class CallTimeLimit(BaseException):
