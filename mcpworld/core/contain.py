@@ -107,6 +107,12 @@ def private_paths() -> tuple[tuple[str, ...], tuple[str, ...]]:
     (about 75 ms) runs once per process; `private_paths.cache_clear()` rescans."""
     import stat
 
+    def mode(path: str) -> int:
+        try:
+            return os.lstat(path).st_mode
+        except OSError:
+            return 0  # gone meanwhile: neither a folder nor a file
+
     files: list[str] = []
     folders: list[str] = []
     for top in PRIVATE_ROOTS:
@@ -114,21 +120,11 @@ def private_paths() -> tuple[tuple[str, ...], tuple[str, ...]]:
             depth = root.count("/") - top.count("/")
             for name in list(dirs):
                 path = os.path.join(root, name)
-                try:
-                    mode = os.lstat(path).st_mode
-                except OSError:
-                    continue
-                if stat.S_ISDIR(mode) and mode & 0o005 != 0o005:
+                if stat.S_ISDIR(m := mode(path)) and m & 0o005 != 0o005:
                     folders.append(path)
                     dirs.remove(name)
-            for name in names:
-                path = os.path.join(root, name)
-                try:
-                    mode = os.lstat(path).st_mode
-                except OSError:
-                    continue
-                if stat.S_ISREG(mode) and not mode & 0o004:
-                    files.append(path)
+            files += [p for p in (os.path.join(root, n) for n in names)
+                      if stat.S_ISREG(m := mode(p)) and not m & 0o004]
             if top != "/etc" and depth >= 2:  # /etc whole; the others' secrets sit near their top
                 dirs[:] = []
     return tuple(files), tuple(folders)

@@ -14,6 +14,7 @@ a server nobody answers for is `ConnectError`, a connection that breaks mid-requ
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 from typing import Any, TypeVar
@@ -35,8 +36,8 @@ from mcpworld.core.protocol import EPISODE_META_KEY, METHOD_TASKS
 from mcpworld.core.workers import RETRY_HEADER, owner_of
 from mcpworld.registry.client import ConnectError, tls_context
 
-# Requests that only read: one whose connection broke (a worker it passed through died) is asked again as it is.
 ASK_AGAIN = 3  # tries after a broken connection (see SessionlessClient._again)
+# Requests that only read: one whose connection broke (a worker it passed through died) is asked again as it is.
 READS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list", METHOD_TASKS})
 
 R = TypeVar("R", bound=types.Result)
@@ -129,13 +130,10 @@ class SessionlessClient:
     async def _again(self, body: str, headers: dict[str, str], rid: int, timeout: float | None) -> dict[str, Any]:
         """Ask again after a broken connection, up to ASK_AGAIN times: each failure drops one dead pooled
         connection (another keep-alive connection the dying worker had accepted), so the next try takes another."""
-        for attempt in range(1, ASK_AGAIN + 1):
-            try:
+        for _ in range(ASK_AGAIN - 1):
+            with contextlib.suppress(ConnectionResetError):
                 return await self._post(body, headers, rid, timeout)
-            except ConnectionResetError:
-                if attempt == ASK_AGAIN:
-                    raise
-        raise AssertionError("unreachable")
+        return await self._post(body, headers, rid, timeout)  # the last try's error is the caller's
 
     @staticmethod
     def _result(message: dict[str, Any], result_type: type[R]) -> R:

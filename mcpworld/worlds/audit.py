@@ -761,16 +761,9 @@ def chance_levels(runtime: WorldRuntime, contexts: list[TaskContext], noop: dict
     and for what a seed cannot rename: counts, amounts, a refusal's rule).
     """
     out: list[ChanceLevel] = []
-    memorised: list[ChanceLevel] = []
-    for kind, group in (("answer", [c for c in contexts if c.task.expect or c.task.kind == "answer"]),
-                        ("refusal", [c for c in contexts if c.task.kind == "refusal"]),
-                        ("state", [c for c in contexts if not c.task.expect and c.task.kind == "state"])):
-        if group:
-            hits = sum(runtime.play(c.task.id, c.task.answer, runtime.solution(c.task), seed=MEMO_SEED).passed
-                       for c in group)
-            memorised.append(ChanceLevel(kind, len(group), "memorised", hits / len(group),
-                                         f"seed 0's calls and submission, replayed on seed {MEMO_SEED}"))
     answers = [c for c in contexts if c.task.expect or c.task.kind == "answer"]
+    refusals = [c for c in contexts if c.task.kind == "refusal"]
+    states = [c for c in contexts if not c.task.expect and c.task.kind == "state"]
     if answers:
         pool: list[Any] = []
         odds = 0.0
@@ -792,7 +785,6 @@ def chance_levels(runtime: WorldRuntime, contexts: list[TaskContext], noop: dict
                                f"submits {_dump(best_value)} every time" if best_value is not None else "none passes"))
         out.append(ChanceLevel("answer", len(answers), "random", odds / len(answers),
                                "a uniform pick among each part's candidates"))
-    refusals = [c for c in contexts if c.task.kind == "refusal"]
     rules = [r.id for r in runtime.world.rules]
     if refusals and rules:
         counts = {r: sum(c.task.reason == r for c in refusals) for r in rules}
@@ -800,11 +792,16 @@ def chance_levels(runtime: WorldRuntime, contexts: list[TaskContext], noop: dict
         out.append(ChanceLevel("refusal", len(refusals), "constant", counts[top] / len(refusals),
                                f"declines citing {top} every time"))
         out.append(ChanceLevel("refusal", len(refusals), "random", 1 / len(rules), f"cites one of {len(rules)} rules"))
-    states = [c for c in contexts if not c.task.expect and c.task.kind == "state"]
     if states:
         passed = sum(noop.get(c.task.id, False) for c in states)
         out.append(ChanceLevel("state", len(states), "constant", passed / len(states), "does nothing"))
-    return out + memorised
+    for kind, group in (("answer", answers), ("refusal", refusals), ("state", states)):
+        if group:
+            hits = sum(runtime.play(c.task.id, c.task.answer, runtime.solution(c.task), seed=MEMO_SEED).passed
+                       for c in group)
+            out.append(ChanceLevel(kind, len(group), "memorised", hits / len(group),
+                                   f"seed 0's calls and submission, replayed on seed {MEMO_SEED}"))
+    return out
 
 
 def audit(runtime: WorldRuntime, tasks: list[str] | None = None,

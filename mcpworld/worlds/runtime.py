@@ -220,6 +220,7 @@ class WorldRuntime:
         self._references: dict[tuple[str, int | None], list[Canonical]] = {}  # (task, seed or None: any)
         self._free_text: dict[str, FreeTextContext] = {}  # task id -> what its free text is judged against
         self._views: dict[tuple[str | None, int], tuple[View, Template]] = {}  # (template key, seed) -> its view
+        self._view_sources: dict[str | None, tuple[list[str], list[str], str]] = {}  # template key -> ids, names, texts
         self.engine = engine_for(_ActiveConnection)
 
     # -- templates -------------------------------------------------------------------------------------
@@ -339,17 +340,25 @@ class WorldRuntime:
                 self._views[key] = made
         return made
 
+    def _view_inputs(self, task: Task | None, origin: Template) -> tuple[list[str], list[str], str]:
+        """What every seed's view of a template is drawn from (its ids, people's names, and every text no invented
+        value may occur in): the same for all seeds, so read once per template."""
+        key = _template_key(task)
+        made = self._view_sources.get(key)
+        if made is None:
+            rows = self.initial_rows(origin)
+            ids = [v for table, pk in self.primary_keys.items() for row in rows[table].values()
+                   for v in (row[c] for c in pk) if isinstance(v, str)]
+            names = [str(row[column]) for ref in self.world.names for table, _, column in [ref.partition(".")]
+                     for row in rows.get(table, {}).values() if row.get(column)]
+            texts = [self.world.policy, *(t.instruction for t in self.world.tasks),
+                     *(t.answer or "" for t in self.world.tasks)]
+            texts += [json.dumps([c.arguments for t in self.world.tasks for c in t.solution], default=str)]
+            made = self._view_sources[key] = (ids, names, json.dumps([texts, rows], default=str, ensure_ascii=False))
+        return made
+
     def _build_view(self, task: Task | None, seed: int, origin: Template) -> tuple[View, Template]:
-        rows = self.initial_rows(origin)
-        ids = [v for table, pk in self.primary_keys.items() for row in rows[table].values()
-               for v in (row[c] for c in pk) if isinstance(v, str)]
-        names = [str(row[column]) for ref in self.world.names for table, _, column in [ref.partition(".")]
-                 for row in rows.get(table, {}).values() if row.get(column)]
-        texts = [self.world.policy, *(t.instruction for t in self.world.tasks),
-                 *(t.answer or "" for t in self.world.tasks)]
-        texts += [json.dumps([c.arguments for t in self.world.tasks for c in t.solution], default=str)]
-        corpus = json.dumps([texts, rows], default=str, ensure_ascii=False)
-        view = draw_view(seed, self.world.name, ids, names, corpus)
+        view = draw_view(seed, self.world.name, *self._view_inputs(task, origin))
         conn = self.open_connection(origin.data)
         try:
             view.rewrite(conn, self.metadata.tables)
