@@ -383,3 +383,31 @@ def test_envelopes_kept_stay_few_and_small_whatever_clients_send() -> None:
             kept = list(transport._routes)
             assert len(kept) <= 256 and all(sum(len(k) for k in key if k) <= 4096 for key in kept)
     assert kept  # the small ones were kept (the cache works at all)
+
+
+def test_a_hosted_world_answers_plain_calls_start_and_verify_through_the_hooks_it_hands_in() -> None:
+    """The hot path is explicit: the world server hands its `WireHooks` to the transport it is mounted on, and a
+    plain tools/call, episode start and verify over HTTP reach exactly those handlers (the answers alone cannot
+    tell: the typed path answers the same)."""
+    from mcpworld.core.streamable import WireHooks
+
+    world = build_servers(["airline"], EpisodeLimits())
+    reached: list[str] = []
+
+    def counted(name: str, handler: Any) -> Any:
+        async def wrapped(*args: Any) -> Any:
+            reached.append(name)
+            return await handler(*args)
+        return wrapped
+
+    hooks = world[0].wire
+    world[0].wire = WireHooks(call_tool=counted("tools/call", hooks.call_tool),
+                              methods={m: counted(m, h) for m, h in hooks.methods.items()})
+    with serve_in_thread(worlds_app(world), free_port()) as base:
+        session = Session(base + PATH, MODERN)
+        started = session.post(protocol.METHOD_START, {"task": "cancel-within-24h"}).json()["result"]
+        episode = started["episode"]
+        session.post("tools/call", {"name": "get_flight", "arguments": {"flight_id": "MW307-0602"},
+                                    "_meta": {"io.mcpworld/episode": episode}})
+        session.post(protocol.METHOD_VERIFY, {"episode": episode})
+    assert reached == [protocol.METHOD_START, "tools/call", protocol.METHOD_VERIFY]

@@ -9,7 +9,7 @@
 - `ToolBox`: a server's typed tools (`mcpworld.core.tools`) listed, checked (size, schema) and run, every outcome a
   tool result: an unexpected exception is an `isError` result that says what happened, never a JSON-RPC error.
 - `text_result` / `value_result` / `argument_size_error`: the result helpers and the argument-size guard;
-  `value_wire` / `error_wire`: the same results in their wire shape, for a server's `call_tool_wire` (the
+  `value_wire` / `error_wire`: the same results in their wire shape, for a server's `WireHooks.call_tool` (the
   transport's fast path: `mcpworld.core.streamable`);
   `no_resources`: the resource handlers of a server without resources.
 - Hosting, one HTTP path for every server: `endpoint`/`mount` serve a low-level `Server` on mcpworld's Streamable
@@ -38,8 +38,9 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from mcpworld.core.protocol import EPISODE_META_KEY
+from mcpworld.core.sdk import session_connection
 from mcpworld.core.security import Exposure, ExposureMiddleware
-from mcpworld.core.streamable import LOOPBACK_SECURITY, StreamableHTTP
+from mcpworld.core.streamable import LOOPBACK_SECURITY, StreamableHTTP, WireHooks
 from mcpworld.core.tools import ArgumentError, ToolSpec, build_tool
 
 logger = logging.getLogger(__name__)
@@ -145,7 +146,7 @@ def connection_key(ctx: Any) -> str | None:
     request = getattr(ctx, "request", None)
     headers = getattr(request, "headers", None)
     session_id = headers.get("mcp-session-id") if headers is not None else None
-    connection = getattr(getattr(ctx, "session", None), "_connection", None)
+    connection = session_connection(getattr(ctx, "session", None))
     session_id = session_id or getattr(connection, "session_id", None)
     if session_id:
         return session_key(session_id)
@@ -477,19 +478,20 @@ _endpoints: weakref.WeakKeyDictionary[Any, list[weakref.ref[StreamableHTTP]]] = 
 
 
 def endpoint(server: Any, exposure: Exposure, on_session_end: Callable[[str], Any] | None = None, *,
-             auth: bool = True) -> Any:
+             auth: bool = True, wire: WireHooks | None = None) -> Any:
     """`server` (a low-level `Server`) over Streamable HTTP at `/mcp` below where it is mounted, on mcpworld's one
     transport (`mcpworld.core.streamable`: both protocol versions, Host/Origin checks, body limits, sessions).
 
     Beyond loopback `exposure` checks Host/Origin against its allow list and, with `auth`, needs the registry
     token. `on_session_end(connection key)` runs when a client deletes its HTTP session (or it expires), so the
     session's default episode (a SWE workspace) is freed at once instead of at the idle TTL. Run
-    `running([server])` in the app's lifespan.
+    `running([server])` in the app's lifespan. `wire`: the server's hot-path handlers (`WireHooks`), if any.
     """
     def ended(session_id: str) -> Any:
         return on_session_end(session_key(session_id)) if on_session_end is not None else None
 
-    app = StreamableHTTP(server, security=exposure.transport_security() if exposure.exposed else LOOPBACK_SECURITY,
+    app = StreamableHTTP(server, wire=wire,
+                         security=exposure.transport_security() if exposure.exposed else LOOPBACK_SECURITY,
                          on_session_end=ended if on_session_end is not None else None)
     _endpoints.setdefault(server, []).append(weakref.ref(app))
     # on loopback the transport checks Host and Origin itself (LOOPBACK_SECURITY): no second pass per request
@@ -497,11 +499,11 @@ def endpoint(server: Any, exposure: Exposure, on_session_end: Callable[[str], An
 
 
 def mount(prefix: str, server: Any, exposure: Exposure, on_session_end: Callable[[str], Any] | None = None, *,
-          auth: bool = True) -> Any:
+          auth: bool = True, wire: WireHooks | None = None) -> Any:
     """A Starlette Mount serving `server` at `{prefix}/mcp` (`endpoint`)."""
     from starlette.routing import Mount
 
-    return Mount(prefix, app=endpoint(server, exposure, on_session_end, auth=auth))
+    return Mount(prefix, app=endpoint(server, exposure, on_session_end, auth=auth, wire=wire))
 
 
 @contextlib.asynccontextmanager

@@ -448,20 +448,6 @@ class _Unowned(io.TextIOWrapper):
             self.detach()
 
 
-def _claim(fd: int, stream: Any, mode: str) -> tuple[Any, Any]:
-    """The SDK's claim on fd 0/1 (stray prints and child processes miss the wire), else the stream in place."""
-    from mcp.server import stdio as sdk_stdio
-
-    claim = getattr(sdk_stdio, "_claim_fd", None)
-    if claim is not None:
-        diversion = sdk_stdio._open_stdin_diversion if fd == 0 else sdk_stdio._open_stdout_diversion
-        try:
-            return claim(fd, stream, mode, diversion)  # RuntimeError (fd already claimed) propagates, as in the SDK
-        except TypeError:  # a changed private signature: serve in place rather than not at all
-            logger.debug("mcp.server.stdio._claim_fd changed; serving fd %d in place", fd)
-    return stream.buffer, None
-
-
 @contextlib.asynccontextmanager
 async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
     """The SDK's stdio transport over this process's stdin/stdout, with every incoming line checked first.
@@ -472,9 +458,11 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
     """
     from mcp.server.stdio import stdio_server
 
-    stdin_buffer, restore_stdin = _claim(0, sys.stdin, "rb")
+    from mcpworld.core.sdk import claim_stdio_fd
+
+    stdin_buffer, restore_stdin = claim_stdio_fd(0, sys.stdin, "rb")
     try:
-        stdout_buffer, restore_stdout = _claim(1, sys.stdout, "wb")
+        stdout_buffer, restore_stdout = claim_stdio_fd(1, sys.stdout, "wb")
     except BaseException:
         if restore_stdin is not None:
             restore_stdin()

@@ -6,9 +6,9 @@ stream to a per-session dispatcher task and back, and rebuilds Starlette request
 at 256 concurrent clients that queueing made the tail collapse. Here each POST is answered in its own ASGI task:
 body read (bounded), one `json.loads`, the SDK's own kernel (`ServerRunner.on_request`: validation, middleware,
 handlers, result shaping), one `json.dumps`. The hot requests skip parts of that kernel and answer what it
-answers (tests/test_fast_path.py holds them to it): a plain `tools/call` goes to a server's `call_tool_wire` in
-its wire shape, and so do the extension methods it lists in `wire_methods` (`_wire_request`); its other
-extension methods go to their handlers, validated once (`_fast_request`); and what a client sends the same
+answers (tests/test_fast_path.py holds them to it): a plain `tools/call` goes to the `WireHooks` the server
+handed in (`call_tool`, in its wire shape), and so do the extension methods listed there (`_wire_request`); its
+other extension methods go to their handlers, validated once (`_fast_request`); and what a client sends the same
 every time (the admission headers, a 2026-07-28 envelope) is decided once.
 
 Protocol, per the MCP spec:
@@ -38,16 +38,15 @@ import os
 import secrets
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
-from mcp.server.runner import ServerRunner, _dump_result, aclose_shielded, modern_error_data, serve_one
+from mcp.server.runner import ServerRunner, aclose_shielded, modern_error_data, serve_one
 from mcp.server.session import ServerSession
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 from mcp.shared.dispatcher import CallOptions
@@ -74,6 +73,8 @@ from pydantic import ValidationError
 from starlette.datastructures import Headers
 from starlette.requests import Request
 
+from mcpworld.core.sdk import OpenTelemetryMiddleware, dump_result, has_cleanup
+
 logger = logging.getLogger(__name__)
 
 LOOPBACK_SECURITY = TransportSecuritySettings(  # what the SDK applies by itself to a server bound to loopback
@@ -85,7 +86,6 @@ LOOPBACK_SECURITY = TransportSecuritySettings(  # what the SDK applies by itself
 BODY_DEADLINE_S = float(os.environ.get("MCPWORLD_HTTP_BODY_TIMEOUT_S") or 30.0)
 SESSION_EVICT_IDLE_S = 60.0  # with the session table full, a session idle this long may be ended for a new one
 SESSION_HEADER = b"mcp-session-id"
-_NONE: dict[str, Any] = {}
 _ABSENT = object()  # an envelope key the request did not send (its repr equals no JSON value's)
 _PLAIN_CALL = frozenset({"name", "arguments", "_meta"})  # a tools/call with any other params goes through the model
 FAST_HANDSHAKE_VERSION = "2025-11-25"  # tests/test_fast_path.py holds the fast path to the SDK's answers on it
@@ -326,17 +326,38 @@ class _Route:
         return connection
 
 
+WireCall = Callable[[str, dict[str, Any] | None, dict[str, Any] | None], Awaitable[dict[str, Any] | None]]
+WireMethod = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
+
+
+@dataclass(frozen=True)
+class WireHooks:
+    """What a server answers in its wire shape, with none of the SDK's models: the transport's hot path.
+
+    `call_tool(name, arguments, meta)` answers a plain `tools/call`; `methods` maps an extension method to a
+    handler of its params. Either returns the dumped result, or None to send the request down the typed path
+    (params its models would not take as they are). Handed to the transport by the server that owns the
+    handlers (`endpoint(..., wire=...)`), never looked up on the SDK's `Server`.
+    """
+
+    call_tool: WireCall | None = None
+    methods: Mapping[str, WireMethod] = field(default_factory=dict)
+
+
 class StreamableHTTP:
     """ASGI app serving one low-level `Server` at `path` (relative to its mount). Enter `run()` in the lifespan.
 
-    `on_session_end(session_id)` runs when a session is deleted or expires (to free what it held).
+    `wire`: the server's own hot-path handlers (`WireHooks`), if any. `on_session_end(session_id)` runs when a
+    session is deleted or expires (to free what it held).
     """
 
-    def __init__(self, server: Any, *, security: TransportSecuritySettings | None = LOOPBACK_SECURITY,
+    def __init__(self, server: Any, *, wire: WireHooks | None = None,
+                 security: TransportSecuritySettings | None = LOOPBACK_SECURITY,
                  max_body_bytes: int = DEFAULT_MAX_REQUEST_BODY_SIZE, session_idle_s: float = 1800.0,
                  max_sessions: int = 10_000, body_deadline_s: float = BODY_DEADLINE_S, path: str = "/mcp",
                  on_session_end: Callable[[str], Any] | None = None):
         self.server = server
+        self.wire = wire or WireHooks()
         self.security = security
         self.max_body_bytes = max_body_bytes
         self.session_idle_s = session_idle_s
@@ -509,8 +530,8 @@ class StreamableHTTP:
                 if result is None:
                     result = await serve_one(self.server, self._exchange(scope, headers, rid, params), method,
                                              params, connection=connection, lifespan_state=self._lifespan_state)
-                elif getattr(connection.exit_stack, "_exit_callbacks", True):  # a handler left cleanup for its
-                    await aclose_shielded(connection)                            # connection: run it, as serve_one
+                elif has_cleanup(connection):  # a handler left cleanup for its connection: run it, as serve_one
+                    await aclose_shielded(connection)
         except Exception as exc:
             error = modern_error_data(exc)
             await send_json(send, ERROR_CODE_HTTP_STATUS.get(error.code, 200), _error_body(rid, error), sse=sse)
@@ -549,7 +570,7 @@ class StreamableHTTP:
 
     def _param_header_rejection(self, params: dict[str, Any], headers: Headers) -> InboundLadderRejection | None:
         """`Mcp-Param-*` headers checked against the tool's schema (only a server with `get_tool_input_schema`)."""
-        lookup = getattr(self.server, "get_tool_input_schema", None)
+        lookup = self.server.get_tool_input_schema
         arguments = params.get("arguments")
         name = params.get("name")
         if lookup is None or not isinstance(name, str) or (arguments is not None and not isinstance(arguments, dict)):
@@ -581,8 +602,8 @@ class StreamableHTTP:
     async def _wire_request(self, version: str, method: str, params: Any) -> dict[str, Any] | None:
         """A request the server answers in its wire shape, with no models and no connection or request context
         at all: a plain `tools/call` (a name, arguments, `_meta`, nothing a model would have to check) through
-        its `call_tool_wire(name, arguments, meta)`, or one of its own extension's methods it lists in
-        `wire_methods` (method -> handler of the params); None (no such hook, or the server declines, as it does
+        `self.wire.call_tool(name, arguments, meta)`, or one of its own extension's methods in `self.wire.methods`
+        (method -> handler of the params); None (no such hook, or the server declines, as it does
         for params its model would not take as they are) sends the request down `_fast_request`. The same gates
         as there: a server with middleware, or a process with a tracer provider, takes the SDK's path."""
         if type(params) is not dict and params is not None:
@@ -591,7 +612,7 @@ class StreamableHTTP:
         if meta is not None and (type(meta) is not dict or "progressToken" in meta):
             return None  # a token the params model would check (and progress this path does not report)
         if method == "tools/call":
-            direct = getattr(self.server, "call_tool_wire", None)
+            direct = self.wire.call_tool
             if direct is None or params is None or not params.keys() <= _PLAIN_CALL:
                 return None
             name, arguments = params.get("name"), params.get("arguments")
@@ -600,7 +621,7 @@ class StreamableHTTP:
                 return None
             dumped = await direct(name, arguments, meta)
             return None if dumped is None else self._stamped(self._tool_result_for(version, dumped), version)
-        answer = getattr(self.server, "wire_methods", _NONE).get(method)
+        answer = self.wire.methods.get(method)
         if answer is None or method in SPEC_CLIENT_METHODS or method in self.server.cache_hints or \
                 self._sdk_path_only():
             return None
@@ -654,7 +675,7 @@ class StreamableHTTP:
                 raise TypeError(f"tools/call handler returned {type(result).__name__}; expected CallToolResult")
             dumped = self._tool_result_for(version, result.model_dump(by_alias=True, mode="json", exclude_none=True))
         else:
-            dumped = _dump_result(result)  # the SDK's own: a model by alias, a dict copied, None as {}
+            dumped = dump_result(result)  # the SDK's own: a model by alias, a dict copied, None as {}
         return self._stamped(dumped, version)
 
     @staticmethod
@@ -688,7 +709,7 @@ class StreamableHTTP:
     def _sdk_path_only(self) -> bool:
         """Whether every request must take the SDK's path: the server has middleware of its own, or OpenTelemetry
         has a tracer provider (checked per request: one set after start-up turns the SDK's spans back on)."""
-        middleware = getattr(self.server, "middleware", None)
+        middleware = self.server.middleware
         if not middleware:
             return False
         return not (len(middleware) == 1 and type(middleware[0]) is OpenTelemetryMiddleware and not tracing_enabled())

@@ -70,7 +70,7 @@ def world_routes(servers: Sequence[WorldServer], host: str = "127.0.0.1",
             metadata["nextCursor"] = next_cursor
         return JSONResponse({"worlds": [index_entry(by_name[name], base) for name in names], "metadata": metadata})
 
-    mounts = [mount(f"/worlds/{name}", s.server, exposure, s.episodes.close_connection)
+    mounts = [mount(f"/worlds/{name}", s.server, exposure, s.episodes.close_connection, wire=s.wire)
               for name, s in by_name.items()]
     return [Route("/worlds", index), *mounts]
 

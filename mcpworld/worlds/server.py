@@ -29,6 +29,7 @@ from mcpworld.core.episode_server import (
     with_handle_note,
 )
 from mcpworld.core.serving import CallTimeout, blocking_timeout, call_blocking
+from mcpworld.core.streamable import WireHooks
 from mcpworld.worlds.episodes import EpisodeError, EpisodeLimits, EpisodeManager, WorldUnavailable
 from mcpworld.worlds.runtime import CallResult, Episode, UnknownTask, WorldRuntime
 from mcpworld.worlds.submissions import SUBMISSION_TOOLS
@@ -91,6 +92,12 @@ class WorldServer:
         self.interactive = interactive
         world = runtime.world
         self._policy = world.policy  # said on every start: written once (the rules are fixed once loaded)
+        self._tools = [types.Tool.model_validate(d) for d in runtime.listed_tools]
+        if interactive:  # for people and desktop clients only: a training server never lists them
+            self._tools += _INTERACTIVE_TOOLS
+        self._domain = set(runtime.tools) | SUBMISSION_TOOLS
+        self._handle_tools = [t if t.name in _INTERACTIVE_NAMES else with_handle(t) for t in self._tools]
+        schemas = {t.name: t.input_schema for t in self._tools}
         self.server: Server[Any] = Server(
             f"io.mcpworld/{world.name}",
             version=world.version,
@@ -105,17 +112,12 @@ class WorldServer:
             on_list_resources=self._list_resources,
             on_list_resource_templates=self._list_resource_templates,
             on_read_resource=self._read_resource,
+            get_tool_input_schema=schemas.get,  # the transport checks Mcp-Param-* headers without a listing
         )
         p.add_control_plane(self.server, self, {"world": world.name, "tasks": len(runtime.tasks)})
-        self._tools = [types.Tool.model_validate(d) for d in runtime.listed_tools]
-        if interactive:  # for people and desktop clients only: a training server never lists them
-            self._tools += _INTERACTIVE_TOOLS
-        self._domain = set(runtime.tools) | SUBMISSION_TOOLS
-        self._handle_tools = [t if t.name in _INTERACTIVE_NAMES else with_handle(t) for t in self._tools]
-        schemas = {t.name: t.input_schema for t in self._tools}
-        self.server.get_tool_input_schema = schemas.get  # the transport checks Mcp-Param-* headers without a listing
-        self.server.call_tool_wire = self._call_tool_wire  # and answers a trainer's calls without the SDK's models
-        self.server.wire_methods = {p.METHOD_START: self._start_wire, p.METHOD_VERIFY: self._verify_wire}
+        # what the HTTP transport answers without the SDK's models (a trainer's calls, start, verify)
+        self.wire = WireHooks(call_tool=self._call_tool_wire,
+                              methods={p.METHOD_START: self._start_wire, p.METHOD_VERIFY: self._verify_wire})
 
     # -- episode resolution ----------------------------------------------------------------------------
 
@@ -381,7 +383,7 @@ class WorldServer:
         return await self._begin(params.task, params.seed)
 
     async def _start_wire(self, params: dict[str, Any]) -> dict[str, Any] | None:
-        """`_start` for params its model would take as they are (the transport's `wire_methods`); None sends the
+        """`_start` for params its model would take as they are (the transport's `WireHooks.methods`); None sends the
         rest (a seed as a string, other keys) to the model, which also words the refusal of malformed ones."""
         task, seed = params.get("task"), params.get("seed", 0)
         if not params.keys() <= _START_KEYS or (task is not None and type(task) is not str) or type(seed) is not int:
@@ -421,7 +423,7 @@ class WorldServer:
         return self._judge(params.episode, params.answer, params.token)
 
     async def _verify_wire(self, params: dict[str, Any]) -> dict[str, Any] | None:
-        """`_verify` for params its model would take as they are (the transport's `wire_methods`)."""
+        """`_verify` for params its model would take as they are (the transport's `WireHooks.methods`)."""
         episode, answer, close = params.get("episode"), params.get("answer"), params.get("close")
         token = params.get("token")
         if not params.keys() <= _VERIFY_KEYS or type(episode) is not str or type(close) not in (bool, type(None)) or (
