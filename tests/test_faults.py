@@ -22,9 +22,10 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client
 
+from mcpworld.core.blocking import BLOCKING_ATTR
 from mcpworld.core.paths import user_worlds_dir
 from mcpworld.core.protocol import EpisodeControl
-from mcpworld.core.serving import BLOCKING_ATTR, MAX_JSON_DEPTH, check_jsonrpc_line
+from mcpworld.core.stdio import MAX_JSON_DEPTH, check_jsonrpc_line
 from mcpworld.core.testing import mcpworld_cmd
 
 # -- 1. stdio: malformed JSON-RPC gets an error, and the next line is served ------------------------------------

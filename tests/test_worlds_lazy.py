@@ -30,7 +30,7 @@ WORLD = '''
 import threading
 from pathlib import Path
 from sqlmodel import Field
-from mcpworld.core.serving import BLOCKING_ATTR
+from mcpworld.core.blocking import BLOCKING_ATTR
 from mcpworld.worlds.world import Session, Task, World, call, tool, world_base
 
 Base = world_base()

@@ -280,7 +280,7 @@ def serve_stdio(sw: Any) -> None:
     import atexit
     import signal
 
-    from mcpworld.core.serving import run_stdio
+    from mcpworld.core.stdio import run_stdio
 
     atexit.register(sw.close_all)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # a terminated server still removes its workspaces

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import Field
 from sqlmodel import Session
 
-from mcpworld.core.serving import BLOCKING_ATTR, call_abandoned
+from mcpworld.core.blocking import BLOCKING_ATTR, call_abandoned
 from mcpworld.worlds.world import ToolError, tool
 
 # A backstop above the workers' own wall-clock limits (10-20 s), which stop a runaway first with a clearer message

@@ -225,7 +225,7 @@ def serve_world_model_command(name: str, stdio: bool, port: int | None, host: st
 
 
 def _serve_stdio(m: Any) -> None:
-    from mcpworld.core.serving import run_stdio  # checked lines: malformed JSON-RPC gets an error, not silence
+    from mcpworld.core.stdio import run_stdio  # checked lines: malformed JSON-RPC gets an error, not silence
 
     try:
         run_stdio(m.server)

@@ -20,7 +20,7 @@ from starlette.routing import Mount, Route
 from mcpworld.core.episode_server import endpoint_app, mount
 from mcpworld.core.episode_server import running as serve_endpoints
 from mcpworld.core.security import Exposure
-from mcpworld.core.serving import run_stdio
+from mcpworld.core.stdio import run_stdio
 from mcpworld.worlds.episodes import EpisodeLimits
 from mcpworld.worlds.loader import load_world, resolve
 from mcpworld.worlds.runtime import WorldRuntime

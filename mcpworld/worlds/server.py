@@ -17,6 +17,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
 from mcpworld.core import protocol as p
+from mcpworld.core.blocking import CallTimeout, blocking_timeout, call_blocking
 from mcpworld.core.episode_server import (
     HANDLE_ARGUMENT,
     argument_size_error,
@@ -28,7 +29,6 @@ from mcpworld.core.episode_server import (
     with_handle,
     with_handle_note,
 )
-from mcpworld.core.serving import CallTimeout, blocking_timeout, call_blocking
 from mcpworld.core.streamable import WireHooks
 from mcpworld.worlds.episodes import EpisodeError, EpisodeLimits, EpisodeManager, WorldUnavailable
 from mcpworld.worlds.runtime import CallResult, Episode, UnknownTask, WorldRuntime
