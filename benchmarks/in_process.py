@@ -115,11 +115,10 @@ async def measure(protocol: str, pairs: int, per_side: int) -> dict[str, list[fl
     stretches: the ratio moved 0.62-1.14x between runs of the same code. A pair takes ~10 ms, so both sides
     see the same machine, and the median of hundreds of pairs moves by ~0.01 between runs."""
     from benchmarks.serving import bare_app
-    from mcpworld.core.serving import DirectEndpoints
     from mcpworld.worlds.episodes import EpisodeLimits
     from mcpworld.worlds.host import build_servers, load_runtime, worlds_app
 
-    apps = {"world": DirectEndpoints(worlds_app(build_servers(["airline"], EpisodeLimits()))),
+    apps = {"world": worlds_app(build_servers(["airline"], EpisodeLimits())),
             "bare": bare_app(load_runtime("airline"))}
     keep = [await started(app) for app in apps.values()]
     play = {name: await player(app, protocol) for name, app in apps.items()}

@@ -44,11 +44,10 @@ def played(app: Any, protocol: str) -> list[Any]:
 
 @pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
 def test_the_bare_ceiling_answers_as_the_world_server_does(protocol: str) -> None:
-    from mcpworld.core.serving import DirectEndpoints
     from mcpworld.worlds.episodes import EpisodeLimits
     from mcpworld.worlds.host import build_servers, load_runtime, worlds_app
 
-    world = played(DirectEndpoints(worlds_app(build_servers(["airline"], EpisodeLimits()))), protocol)
+    world = played(worlds_app(build_servers(["airline"], EpisodeLimits())), protocol)
     bare = played(bare_app(load_runtime("airline")), protocol)
     assert len(world) == len(bare) == 12
     for i, (ours, ceiling) in enumerate(zip(world, bare)):

@@ -182,8 +182,9 @@ def test_direct_dispatch_keeps_the_routers_answers(servers: dict[str, str]) -> N
 
 
 def test_direct_endpoints_find_every_mounted_world() -> None:
-    app = DirectEndpoints(worlds_app(build_servers(["airline", "shop"], EpisodeLimits())))
-    assert sorted(app._endpoints()) == ["/worlds/airline/mcp", "/worlds/shop/mcp"]
+    app = worlds_app(build_servers(["airline", "shop"], EpisodeLimits()))
+    assert isinstance(app, DirectEndpoints)
+    assert sorted(app.endpoints) == ["/worlds/airline/mcp", "/worlds/shop/mcp"]
 
 
 def test_each_sessionless_request_is_its_own_connection() -> None:
@@ -368,7 +369,7 @@ def test_envelopes_kept_stay_few_and_small_whatever_clients_send() -> None:
     from mcpworld.core.streamable import StreamableHTTP
 
     app = worlds_app(build_servers(["airline"], EpisodeLimits()))
-    mounted = [getattr(r.app, "app", r.app) for r in app.router.routes if isinstance(r, Mount)]  # past the guard
+    mounted = [getattr(r.app, "app", r.app) for r in app.app.router.routes if isinstance(r, Mount)]  # past the guard
     transport = next(a for a in mounted if isinstance(a, StreamableHTTP))
     with serve_in_thread(app, free_port()) as base, httpx.Client(timeout=30) as client:
         for i in range(600):  # 300 big, 300 small: more than 256 to keep

@@ -14,11 +14,10 @@ from benchmarks import in_process
 
 
 async def traffic(protocol: str) -> None:
-    from mcpworld.core.serving import DirectEndpoints
     from mcpworld.worlds.episodes import EpisodeLimits
     from mcpworld.worlds.host import build_servers, worlds_app
 
-    app = DirectEndpoints(worlds_app(build_servers(["airline"], EpisodeLimits())))
+    app = worlds_app(build_servers(["airline"], EpisodeLimits()))
     keep = await in_process.started(app)
     for _ in range(3):  # warm: templates, caches, the first connections
         await (await in_process.player(app, protocol))([0.0, 0.0, 0.0])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import httpx
 
-from mcpworld.core.serving import DirectEndpoints, serve_in_thread
+from mcpworld.core.serving import serve_in_thread
 from mcpworld.core.streamable import StreamableHTTP
 from mcpworld.core.testing import free_port
 from mcpworld.worlds.episodes import EpisodeLimits
@@ -42,7 +42,7 @@ def list_tools(url: str, headers: dict[str, str]) -> httpx.Response:
 
 def test_unused_sessions_make_room_and_working_ones_stay() -> None:
     app = worlds_app(build_servers(["airline"], EpisodeLimits()))
-    inner = DirectEndpoints(app)._endpoints()[PATH][1]
+    inner = app.endpoints[PATH][1]
     transport = inner if isinstance(inner, StreamableHTTP) else inner.app
     transport.max_sessions = 20
     with serve_in_thread(app, free_port()) as base:

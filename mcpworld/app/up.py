@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from fastapi import FastAPI
 
+from mcpworld.core.episode_server import endpoint_app
 from mcpworld.core.paths import home, up_state_file
 from mcpworld.core.security import Exposure, public_host
 from mcpworld.core.workers import port_free
@@ -93,16 +93,19 @@ def swe_record(base_url: str, sw: SWEServer | None = None) -> dict[str, Any]:
                         stdio_args=["serve", "swe", "--stdio"], facts=facts)
 
 
-def build_app(stack: Stack) -> FastAPI:
-    """The registry app with every world mounted at /worlds/<name>/mcp, registered and health-checked.
+def build_app(stack: Stack) -> Any:
+    """One app, its parts mounted side by side: every world at /worlds/<name>/mcp, the SWE sandbox, the world
+    models, and the registry (REST, its MCP server) for every other path; the worlds registered and
+    health-checked while it runs.
 
     Off loopback every request's Host/Origin is checked, and the world, SWE and world-model endpoints need the
     registry token (`mcpworld.core.security.Exposure`); the registry's reads stay open.
     """
     exposure = stack.exposure
+    registry = create_app(stack.store, stack.token, host=stack.host, exposure=exposure)
 
     @contextlib.asynccontextmanager
-    async def worlds_lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan() -> AsyncIterator[None]:
         stack.records = world_records(stack)
         if stack.swe is not None:
             stack.records.append(swe_record(stack.base_url, stack.swe))
@@ -110,20 +113,19 @@ def build_app(stack: Stack) -> FastAPI:
         for record in stack.records if stack.primary else []:
             stack.store.publish(record, replace=True)
         swe = running_swe(stack.swe) if stack.swe is not None else contextlib.nullcontext()
-        async with running(stack.worlds), swe, running_world_models(stack.world_models), \
-                anyio.create_task_group() as tg:
+        async with registry.router.lifespan_context(registry), running(stack.worlds), swe, \
+                running_world_models(stack.world_models), anyio.create_task_group() as tg:
             if stack.primary:
                 tg.start_soon(_health_loop, stack)
             yield
             tg.cancel_scope.cancel()
 
-    app = create_app(stack.store, stack.token, host=stack.host, extra=worlds_lifespan, exposure=exposure)
-    app.router.routes.extend(world_routes(stack.worlds, stack.host, exposure))
+    routes = world_routes(stack.worlds, stack.host, exposure)
     if stack.swe is not None:
-        app.router.routes.extend(swe_routes(stack.swe, stack.host, exposure))
+        routes += swe_routes(stack.swe, stack.host, exposure)
     for model in stack.world_models:
-        app.router.routes.extend(model.routes(stack.host, exposure))
-    return app
+        routes += model.routes(stack.host, exposure)
+    return endpoint_app(routes, lambda: {"servers": stack.store.count()}, lifespan, exposure, fallback=registry)
 
 
 async def _health_loop(stack: Stack) -> None:

@@ -524,15 +524,20 @@ async def running(servers: Iterable[Any], closers: Iterable[Callable[[], None]] 
 
 
 def endpoint_app(routes: Sequence[Any], health: Callable[[], dict[str, Any]],
-                 lifespan: Callable[[], contextlib.AbstractAsyncContextManager[Any]], exposure: Exposure) -> Any:
-    """The ASGI app of a server process (`mcpworld serve swe`, `serve world-model`): `routes`, GET /healthz
-    (`{"status": "ok", **health()}`) and `lifespan()` run around serving. Beyond loopback every route is
-    Host/Origin-checked too (the MCP endpoints also need the token, see `endpoint`). Serve it with
+                 lifespan: Callable[[], contextlib.AbstractAsyncContextManager[Any]], exposure: Exposure, *,
+                 fallback: Any = None) -> Any:
+    """The ASGI app of a server process (`mcpworld up`, `serve worlds`, `serve swe`, `serve world-model`):
+    `routes`, GET /healthz (`{"status": "ok", **health()}`), then `fallback` (an app mounted at the root among
+    the others: the registry under `up`) for every other path, and `lifespan()` run around serving. Beyond
+    loopback every route is Host/Origin-checked too (the MCP endpoints also need the token, see `endpoint`).
+    Requests for the MCP endpoints among `routes` skip the router (`serving.DirectEndpoints`). Serve it with
     `mcpworld.core.serving.serve` (request-head deadlines, the port check)."""
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
     from starlette.responses import JSONResponse
-    from starlette.routing import Route
+    from starlette.routing import Mount, Route
+
+    from mcpworld.core.serving import DirectEndpoints
 
     async def healthz(request: Any) -> JSONResponse:
         return JSONResponse({"status": "ok", **health()})
@@ -543,4 +548,6 @@ def endpoint_app(routes: Sequence[Any], health: Callable[[], dict[str, Any]],
             yield
 
     middleware = [Middleware(ExposureMiddleware, exposure=exposure, auth=False)]  # loopback too: Host and Origin
-    return Starlette(routes=[Route("/healthz", healthz), *routes], lifespan=run, middleware=middleware)
+    rest = [Mount("", app=fallback)] if fallback is not None else []
+    app = Starlette(routes=[Route("/healthz", healthz), *routes, *rest], lifespan=run, middleware=middleware)
+    return DirectEndpoints(app, [r for r in routes if isinstance(r, Mount)])

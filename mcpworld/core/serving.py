@@ -15,7 +15,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -183,43 +183,32 @@ def guarded_protocol() -> type:
 
 
 class DirectEndpoints:
-    """ASGI: a request for a mounted MCP endpoint's own path (`/worlds/airline/mcp`) goes straight to that endpoint,
-    past the app's router and middleware; everything else (and the lifespan) goes to the app.
+    """ASGI: a request for one of `mounts`' MCP endpoints (`/worlds/airline/mcp`) goes straight to that endpoint,
+    past the app's router and middleware; everything else (and the lifespan) goes to `app`.
 
     Why: the endpoints answer nearly every request of a training run, and Starlette's router matches a path
-    against every route in turn (the registry's, then one mount per world), wrapping each request in three
+    against every route in turn (one mount per world, then the registry's), wrapping each request in its
     middleware layers; for a small tool call that was about 6 % of the server's time (docs/benchmarks.md,
     "Serving"). What the skipped layers did is the endpoint's own job already: each endpoint is guarded by its
     `Exposure` (Host/Origin, the token) and answers its own errors. A request with an `Origin` header (a browser)
-    still takes the full stack, so CORS is as the app configures it.
+    still takes the full stack, so CORS is as the app configures it. The mounts are handed in by whoever composed
+    the app (`episode_server.endpoint_app`), never read back off its router.
     """
 
-    def __init__(self, app: Any):
-        self.app = app
-        self._table: dict[str, tuple[str, Any]] | None = None
-
-    def _endpoints(self) -> dict[str, tuple[str, Any]]:
-        """path -> (mount prefix, endpoint app), read off the app's routes on the first request (after start-up
-        has added every mount)."""
-        from starlette.routing import Mount
-
+    def __init__(self, app: Any, mounts: Iterable[Any]):
         from mcpworld.core.streamable import StreamableHTTP
 
-        table: dict[str, tuple[str, Any]] = {}
-        for route in getattr(getattr(self.app, "router", None), "routes", None) or []:
-            if not isinstance(route, Mount):
-                continue
-            inner = route.app
-            transport = inner if isinstance(inner, StreamableHTTP) else getattr(inner, "app", None)
+        self.app = app
+        self.endpoints: dict[str, tuple[str, Any]] = {}  # path -> (mount prefix, endpoint app)
+        for mount in mounts:
+            inner = mount.app
+            transport = inner if isinstance(inner, StreamableHTTP) else getattr(inner, "app", None)  # past a guard
             if isinstance(transport, StreamableHTTP):
-                table.setdefault(route.path + transport.path, (route.path, inner))
-        self._table = table
-        return table
+                self.endpoints.setdefault(mount.path + transport.path, (mount.path, inner))
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and not scope.get("root_path"):
-            table = self._table if self._table is not None else self._endpoints()
-            hit = table.get(scope["path"])
+            hit = self.endpoints.get(scope["path"])
             if hit is not None and b"origin" not in dict(scope["headers"]):
                 await hit[1]({**scope, "root_path": hit[0]}, receive, send)
                 return
@@ -247,9 +236,6 @@ def config(app: Any, log_level: str = "warning", **options: Any) -> Any:
     import uvicorn
 
     raise_descriptor_limit()
-
-    if hasattr(app, "router"):  # a Starlette app (a worker's router gets its app already wrapped, see `serve`)
-        app = DirectEndpoints(app)
     # An access line only where the log level shows it (uvicorn otherwise builds it per request, to be dropped);
     # no `server: uvicorn` header (it tells a client nothing it needs, and costs each response two regex checks).
     options.setdefault("access_log", log_level in ("info", "debug", "trace"))
@@ -309,7 +295,7 @@ def serve(build: Callable[[], Any], host: str, port: int, workers: int = 1, log_
     uds.listen(2048)
     app = build()
     settle_collector()
-    server = uvicorn.Server(config(WorkerRouter(DirectEndpoints(app), worker), log_level))
+    server = uvicorn.Server(config(WorkerRouter(app, worker), log_level))
     ready = worker.directory / f"ready-{worker.index}.{worker.generation}"
 
     async def main() -> None:

@@ -14,8 +14,8 @@ import json
 import os
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any, Literal
 
@@ -256,15 +256,14 @@ def _env_list(name: str) -> list[str]:
     return [v.strip().rstrip("/") for v in os.environ.get(name, "").split(",") if v.strip()]
 
 
-def create_app(store: RegistryStore, token: str, *, host: str = "127.0.0.1",
-               extra: Callable[[FastAPI], AbstractAsyncContextManager[None]] | None = None,
-               allow_hosts: Sequence[str] = (), exposure: Exposure | None = None,
-               cors_origins: Sequence[str] | None = None, anonymous: bool | None = None) -> FastAPI:
+def create_app(store: RegistryStore, token: str, *, host: str = "127.0.0.1", allow_hosts: Sequence[str] = (),
+               exposure: Exposure | None = None, cors_origins: Sequence[str] | None = None,
+               anonymous: bool | None = None) -> FastAPI:
     """The registry: REST at /v0.1 and /v0, its MCP server at /registry/mcp, GET /healthz.
 
-    `extra` is a lifespan to run inside the registry's own (how `mcpworld up` adds the worlds). Bound beyond
-    loopback (`host`), every request must name an allowed host (`allow_hosts`, default this machine's names) and
-    come from no foreign browser origin; the registry's MCP server is read-only and needs no token.
+    `mcpworld up` mounts it beside the worlds (`app/up.py`) and enters its lifespan. Bound beyond loopback
+    (`host`), every request must name an allowed host (`allow_hosts`, default this machine's names) and come from
+    no foreign browser origin; the registry's MCP server is read-only and needs no token.
     `cors_origins` (default $MCPWORLD_CORS_ORIGINS, comma-separated; `*` for any) may call the REST API from a
     browser. `anonymous` (default $MCPWORLD_REGISTRY_ANONYMOUS=1) turns on POST /v0/auth/none.
     """
@@ -278,11 +277,7 @@ def create_app(store: RegistryStore, token: str, *, host: str = "127.0.0.1",
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with running([registry_mcp]):
-            if extra is None:
-                yield
-            else:
-                async with extra(app):
-                    yield
+            yield
 
     app = FastAPI(title="mcpworld registry", version=__version__, lifespan=lifespan,
                   description="MCP servers for agent environments: the official MCP Registry API at /v0.1 and /v0.")

@@ -12,7 +12,6 @@ import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
@@ -20,6 +19,7 @@ from starlette.routing import Mount, Route
 from mcpworld.core.episode_server import endpoint_app, mount
 from mcpworld.core.episode_server import running as serve_endpoints
 from mcpworld.core.security import Exposure
+from mcpworld.core.serving import DirectEndpoints
 from mcpworld.core.stdio import run_stdio
 from mcpworld.worlds.episodes import EpisodeLimits
 from mcpworld.worlds.loader import load_world, resolve
@@ -119,7 +119,7 @@ async def running(servers: Sequence[WorldServer]) -> AsyncIterator[None]:
 
 
 def worlds_app(servers: Sequence[WorldServer], host: str = "127.0.0.1", *,
-               exposure: Exposure | None = None) -> Starlette:
+               exposure: Exposure | None = None) -> DirectEndpoints:
     """One ASGI app hosting every world. On loopback the SDK checks Host/Origin on the world endpoints; beyond it
     every route is Host/Origin-checked and the world endpoints need the registry token (`mcpworld.core.security`)."""
     exposure = exposure or Exposure.of(host)
