@@ -8,7 +8,9 @@ import contextlib
 import io
 import json
 import logging
+import os
 import re
+import signal
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
@@ -166,10 +168,26 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
 
 
 def run_stdio(server: Any) -> None:
-    """Run a low-level MCP `Server` on stdin/stdout (checked lines) until the client hangs up."""
+    """Run a low-level MCP `Server` on stdin/stdout (checked lines) until the client hangs up, or Ctrl-C.
+
+    Typed in a terminal, it says on stderr what it waits for (it looked frozen, issue 35). Ctrl-C ends it at
+    once: the thread reading stdin cannot be interrupted, and waiting for it kept the process alive until
+    Ctrl-D. An episode lives in memory only, so nothing is lost by not waiting."""
+    if sys.stdin.isatty():
+        print(f"{server.name}: an MCP server on stdin/stdout, waiting for a client (one JSON-RPC message per "
+              "line). Add this command to an MCP client's configuration instead of typing here "
+              "(`mcpworld registry export --help`); Ctrl-C stops it.", file=sys.stderr, flush=True)
+    signal.signal(signal.SIGINT, _stop_at_once)  # set first, asyncio's runner leaves it in place
 
     async def main() -> None:
         async with stdio_streams() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
     anyio.run(main)
+
+
+def _stop_at_once(signum: int, frame: Any) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write("stopped (Ctrl-C)\n")
+        sys.stderr.flush()
+    os._exit(130)
