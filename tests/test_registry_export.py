@@ -4,6 +4,7 @@ launches, `--interactive` where a person plays, and files MCP Inspector's `--con
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
+from mcpworld.core.paths import home
 from mcpworld.core.serving import serve_in_thread
 from mcpworld.core.testing import free_port
 from mcpworld.registry.api import create_app
@@ -58,6 +60,7 @@ def test_every_server_gets_its_entry(fmt: str) -> None:
     if fmt in ("claude-desktop", "inspector"):  # launched here, over stdio
         assert got["a"]["command"] == sys.executable
         assert got["a"]["args"][:6] == ["-m", "mcpworld", "serve", "world", "a", "--stdio"]
+        assert got["a"]["env"] == {"MCPWORLD_HOME": str(home())}  # a client starts it with its own environment
     if fmt == "claude-desktop":
         assert got["a"]["args"][-1] == "--interactive"  # a person plays in Claude Desktop: start_task / check_task
         assert got["remote-only"] == {"command": "npx", "args": ["-y", MCP_REMOTE, "http://127.0.0.1:9/mcp"]}
@@ -72,7 +75,9 @@ def test_every_server_gets_its_entry(fmt: str) -> None:
 def test_servers_whose_names_end_alike_keep_separate_qualified_entries() -> None:
     docs = [world("weather"), world("weather", "io.example"), world("airline")]
     for fmt in ("claude-desktop", "claude-code", "vscode", "cursor", "inspector"):
-        assert set(entries(export(docs, fmt), fmt)) == {"io.mcpworld.weather", "io.example.weather", "airline"}  # type: ignore[arg-type]
+        keys = set(entries(export(docs, fmt), fmt))  # type: ignore[arg-type]
+        assert keys == {"io-mcpworld-weather", "io-example-weather", "airline"}
+        assert all(re.fullmatch(r"[a-z0-9_-]+", k) for k in keys)  # no dots: clients build tool names from keys
 
 
 def test_packages_launch_pinned_and_without_prompts() -> None:
@@ -112,7 +117,7 @@ def test_cli_count_matches_the_entries_written(tmp_path: Path) -> None:
                                                      "-o", str(out)])
     assert result.exit_code == 0, result.output
     written = json.loads(out.read_text())["mcpServers"]
-    assert set(written) == {"mine", "io.mcpworld.weather", "io.example.weather", "airline"}  # theirs kept
+    assert set(written) == {"mine", "io-mcpworld-weather", "io-example-weather", "airline"}  # theirs kept
     assert "wrote 3 server(s)" in result.output
 
 
@@ -129,3 +134,27 @@ def test_inspector_cli_lists_tools_through_the_exported_config(tmp_path: Path) -
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     names = {t["name"] for t in json.loads(run.stdout)["tools"]}
     assert {"find_customer", "start_task", "check_task"} <= names  # --interactive: a person can play
+
+
+def test_an_export_carries_a_custom_data_home_to_the_servers_it_launches(tmp_path: Path, monkeypatch) -> None:
+    """Claude Desktop starts a stdio server with its own environment: a world installed under a custom
+    MCPWORLD_HOME was not found there (issue 35)."""
+    monkeypatch.setenv("MCPWORLD_HOME", str(tmp_path / "elsewhere"))
+    entry = export([world("a")], "claude-desktop")["mcpServers"]["a"]
+    assert entry["env"] == {"MCPWORLD_HOME": str(tmp_path / "elsewhere")}
+
+
+def test_a_vscode_config_with_comments_and_trailing_commas_is_merged(tmp_path: Path) -> None:
+    """VS Code's mcp.json is JSON with comments; merging into one was refused as "not JSON" (issue 35)."""
+    store = RegistryStore(f"sqlite:///{tmp_path / 'r.db'}")
+    store.publish(world("airline"))
+    out = tmp_path / "mcp.json"
+    out.write_text('{\n  // my own server\n  "servers": {\n    "mine": {"type": "http", "url": "http://x/mcp"}, '
+                   '/* keep */\n  },\n  "inputs": [],\n}\n')
+    with serve_in_thread(create_app(store, "t"), free_port()) as base:
+        result = CliRunner().invoke(registry_group, ["export", "--registry", base, "--format", "vscode",
+                                                     "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert set(json.loads(out.read_text())["servers"]) == {"mine", "airline"}
+    assert "comments" in result.output  # said: JSON keeps none of them
+    assert "// my own server" in (tmp_path / "mcp.json.bak").read_text()  # the original is kept beside it

@@ -187,7 +187,7 @@ def registry_export(registry: str | None, fmt: str, output: Path | None, names: 
       mcpworld registry export --format vscode -o .vscode/mcp.json airline shop
     """
     from mcpworld.registry.connect import full_name
-    from mcpworld.registry.export import entry_names, export
+    from mcpworld.registry.export import entry_names, export, read_config
 
     docs = all_records(registry)
     if names:
@@ -204,18 +204,25 @@ def registry_export(registry: str | None, fmt: str, output: Path | None, names: 
         click.echo(json.dumps(config, indent=2))
         return
     key = "servers" if fmt == "vscode" else "mcpServers"
+    had_comments = False
     if output.exists():
+        original = output.read_text()
         try:
-            existing = json.loads(output.read_text())
+            existing, had_comments = read_config(original)
         except ValueError as exc:
             raise click.ClickException(f"{output} exists but is not JSON ({exc}); fix or remove it first") from None
         if not isinstance(existing, dict) or not isinstance(existing.get(key, {}), dict):
             raise click.ClickException(f"{output} is not a {fmt} config (no {key!r} object); fix or remove it first")
         existing.setdefault(key, {}).update(config[key])
         config = {**config, **existing}
+        if had_comments:
+            output.with_name(output.name + ".bak").write_text(original)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(config, indent=2) + "\n")
     click.echo(f"wrote {len(docs)} server(s) to {output}: {', '.join(entry_names(docs))}")
+    if had_comments:
+        click.echo(f"note: the comments in {output} could not be kept (it is written as plain JSON); the file as it "
+                   f"was is {output.name}.bak")
 
 
 @registry_group.command("serve")

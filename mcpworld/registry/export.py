@@ -8,10 +8,13 @@ own worlds launch over stdio on this machine with `--interactive` where a person
 
 from __future__ import annotations
 
+import json
+import re
 import sys
 from collections import Counter
 from typing import Any, Literal
 
+from mcpworld.core.paths import home
 from mcpworld.registry.records import launch_problems, local_stdio_args, record_kind
 
 Format = Literal["claude-desktop", "claude-code", "vscode", "cursor", "inspector"]
@@ -28,10 +31,41 @@ _RUNTIME = {"npm": "npx", "pypi": "uvx", "oci": "docker", "nuget": "dnx"}
 
 def entry_names(docs: list[dict[str, Any]]) -> list[str]:
     """One config key per record: the short name (`airline`), or the whole name made key-safe
-    (`io.example.weather`) where two records' short names are the same."""
+    (`io-example-weather`) where two records' short names are the same. No dots: clients build tool names from
+    the key (`mcp__<key>__<tool>`), and VS Code reads a dotted key as a path."""
     shorts = [d["name"].split("/", 1)[-1] for d in docs]
     taken = Counter(shorts)
-    return [short if taken[short] == 1 else d["name"].replace("/", ".") for d, short in zip(docs, shorts)]
+    return [short if taken[short] == 1 else re.sub(r"[^A-Za-z0-9_-]+", "-", d["name"])
+            for d, short in zip(docs, shorts)]
+
+
+def read_config(text: str) -> tuple[Any, bool]:
+    """A client's config file as data, and whether it held comments: VS Code's mcp.json is JSON with comments
+    (`//`, `/* */`) and trailing commas, which a JSON parser refuses. Raises ValueError on anything else."""
+    out: list[str] = []
+    i, n, had_comments = 0, len(text), False
+    while i < n:
+        c = text[i]
+        if c == '"':  # a string, escapes and all, copied as it is
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i:j + 1])
+            i = j + 1
+        elif text.startswith("//", i):
+            had_comments = True
+            i = text.find("\n", i) if "\n" in text[i:] else n
+        elif text.startswith("/*", i):
+            had_comments = True
+            end = text.find("*/", i + 2)
+            if end < 0:
+                raise ValueError("a /* comment is never closed")
+            i = end + 2
+        else:
+            out.append(c)
+            i += 1
+    cleaned = re.sub(r",(\s*[}\]])", r"\1", "".join(out))  # strings are whole tokens, so a comma before } is JSON's
+    return json.loads(cleaned), had_comments
 
 
 def _argument(arg: dict[str, Any]) -> list[str]:
@@ -72,7 +106,8 @@ def _stdio(doc: dict[str, Any], interactive: bool) -> dict[str, Any] | None:
     if local:  # one of mcpworld's own servers, started by this machine's interpreter
         if interactive and record_kind(doc) == "world" and "--interactive" not in local:
             local = [*local, "--interactive"]
-        return {"command": sys.executable, "args": ["-m", "mcpworld", *local]}
+        # a client starts it with its own environment: say where this machine's worlds and registry live
+        return {"command": sys.executable, "args": ["-m", "mcpworld", *local], "env": {"MCPWORLD_HOME": str(home())}}
     for package in doc.get("packages") or []:
         if (package.get("transport") or {}).get("type") == "stdio":
             return package_command(package)
