@@ -14,6 +14,7 @@ import httpx
 import pytest
 from mcp import Client
 
+from mcpworld.core.contain import wait_until
 from mcpworld.core.protocol import EpisodeControl
 from mcpworld.core.testing import free_port, mcpworld_cmd, wait_http
 from mcpworld.registry.connect import connect
@@ -61,6 +62,32 @@ async def test_connect_by_name_completes_a_task(up: dict) -> None:
     async with connect("airline", registry=up["base"]) as client:
         ctl = EpisodeControl(client)
         task = next(t for t in (await ctl.tasks(token=TOKEN)).tasks if t.id == "book-cheapest-economy")
+        episode = (await ctl.start(task.id)).episode
+        for step in task.solution:
+            assert not (await ctl.call(episode, step.name, step.arguments)).is_error
+        assert (await ctl.verify(episode, task.answer)).verdict.passed
+
+
+@pytest.mark.anyio
+async def test_a_world_installed_while_up_runs_is_served_registered_and_playable(up: dict) -> None:
+    """docs/worlds.md: save a world under ~/.mcpworld/worlds and a running `up` serves it (it said so, and `run
+    --server pantry` then failed with "no server named io.mcpworld/pantry", issue 35)."""
+    from tests.test_docs import example
+
+    pkg = Path(up["home"]) / "worlds" / "pantry"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(example("worlds.md", "world"))
+
+    def registered() -> bool:
+        names = {s["server"]["name"] for s in httpx.get(up["base"] + "/v0/servers").json()["servers"]}
+        return "io.mcpworld/pantry" in names
+
+    assert wait_until(registered, timeout=60), "the new world was never registered"
+    listed = {w["name"] for w in httpx.get(up["base"] + "/worlds").json()["worlds"]}
+    assert "pantry" in listed
+    async with connect("pantry", registry=up["base"]) as client:
+        ctl = EpisodeControl(client)
+        task = (await ctl.tasks(token=TOKEN)).tasks[0]
         episode = (await ctl.start(task.id)).episode
         for step in task.solution:
             assert not (await ctl.call(episode, step.name, step.arguments)).is_error
@@ -192,3 +219,4 @@ async def test_up_with_two_workers_serves_tasks_through_the_registry(tmp_path: P
         assert all(w.startswith("w") for w in workers), workers  # episode ids name their worker
     finally:
         _stop(proc)
+

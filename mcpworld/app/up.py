@@ -9,16 +9,18 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 
 from mcpworld.core.episode_server import endpoint_app
 from mcpworld.core.paths import home, up_state_file
 from mcpworld.core.security import Exposure, public_host
+from mcpworld.core.serving import DirectEndpoints
 from mcpworld.core.workers import port_free
 from mcpworld.registry.api import create_app
 from mcpworld.registry.export import export
@@ -28,7 +30,8 @@ from mcpworld.registry.store import RegistryStore
 from mcpworld.swe.server import SWE_PATH, SWEServer, running_swe, swe_routes
 from mcpworld.swe.server import TOOLS as SWE_TOOLS
 from mcpworld.worldmodels.servers import MountedWorldModel, running_world_models
-from mcpworld.worlds.host import running, world_path, world_routes
+from mcpworld.worlds.host import running, world_mount, world_path, world_routes
+from mcpworld.worlds.loader import discover
 from mcpworld.worlds.server import WorldServer
 
 logger = logging.getLogger(__name__)
@@ -57,6 +60,9 @@ class Stack:
     allow_hosts: tuple[str, ...] = ()
     interactive: bool = False  # worlds add start_task/check_task, so a person in any MCP client can play a task
     primary: bool = True  # publishes the records and runs the health checks (one process of `--workers N`)
+    # builds the servers of worlds installed while `up` runs (names -> servers); None: serve only those given
+    add_worlds: Callable[[list[str]], list[WorldServer]] | None = None
+    poll_s: float = 2.0  # how often the installed worlds are listed again for new ones
 
     @property
     def base_url(self) -> str:
@@ -70,16 +76,16 @@ class Stack:
 
 
 def world_records(stack: Stack) -> list[dict[str, Any]]:
-    records = []
-    for s in stack.worlds:
-        w = s.runtime.world
-        records.append(local_record(
-            w.name, w.description, "world", title=w.title, version=w.version,
-            url=stack.base_url + world_path(w.name),
-            stdio_args=["serve", "world", w.name, "--stdio", *(["--interactive"] if stack.interactive else [])],
-            facts={"tags": w.tags, "tools": len(s.runtime.tools), "tasks": len(s.runtime.tasks)},
-        ))
-    return records
+    return [world_record(stack, s) for s in stack.worlds]
+
+
+def world_record(stack: Stack, server: WorldServer) -> dict[str, Any]:
+    """The server.json record of one world `stack` serves."""
+    w = server.runtime.world
+    return local_record(
+        w.name, w.description, "world", title=w.title, version=w.version, url=stack.base_url + world_path(w.name),
+        stdio_args=["serve", "world", w.name, "--stdio", *(["--interactive"] if stack.interactive else [])],
+        facts={"tags": w.tags, "tools": len(server.runtime.tools), "tasks": len(server.runtime.tasks)})
 
 
 def swe_record(base_url: str, sw: SWEServer | None = None) -> dict[str, Any]:
@@ -114,9 +120,12 @@ def build_app(stack: Stack) -> Any:
             stack.store.publish(record, replace=True)
         swe = running_swe(stack.swe) if stack.swe is not None else contextlib.nullcontext()
         async with registry.router.lifespan_context(registry), running(stack.worlds), swe, \
-                running_world_models(stack.world_models), anyio.create_task_group() as tg:
+                running_world_models(stack.world_models), contextlib.AsyncExitStack() as added, \
+                anyio.create_task_group() as tg:
             if stack.primary:
                 tg.start_soon(_health_loop, stack)
+            if stack.add_worlds is not None:
+                tg.start_soon(_serve_new_worlds, stack, app, added)
             yield
             tg.cancel_scope.cancel()
 
@@ -125,7 +134,35 @@ def build_app(stack: Stack) -> Any:
         routes += swe_routes(stack.swe, stack.host, exposure)
     for model in stack.world_models:
         routes += model.routes(stack.host, exposure)
-    return endpoint_app(routes, lambda: {"servers": stack.store.count()}, lifespan, exposure, fallback=registry)
+    app = endpoint_app(routes, lambda: {"servers": stack.store.count()}, lifespan, exposure, fallback=registry)
+    return app
+
+
+async def _serve_new_worlds(stack: Stack, app: DirectEndpoints, added: contextlib.AsyncExitStack) -> None:
+    """Serve each world installed while `up` runs (`mcpworld world new`, `synth install`): list the installed
+    worlds every `poll_s`, mount a new one beside the others, start it and (primary) publish its record."""
+    assert stack.add_worlds is not None
+    tried = {s.runtime.world.name for s in stack.worlds}
+    while True:
+        await anyio.sleep(stack.poll_s)
+        new = [r.name for r in discover() if r.name not in tried]
+        if not new:
+            continue
+        tried.update(new)
+        servers = await anyio.to_thread.run_sync(stack.add_worlds, new)  # imports the packages: off the loop
+        for server in servers:
+            mount = world_mount(server, stack.exposure)
+            routes = app.app.router.routes
+            routes.insert(len(routes) - 1, mount)  # before the registry, which answers every other path
+            app.add(mount)
+            await added.enter_async_context(running([server]))
+            stack.worlds.append(server)
+            record = world_record(stack, server)
+            stack.records.append(record)
+            if stack.primary:
+                stack.store.publish(record, replace=True)
+                logger.warning("serving %s, installed while up runs, at %s", server.runtime.world.name,
+                               stack.base_url + world_path(server.runtime.world.name))
 
 
 async def _health_loop(stack: Stack) -> None:

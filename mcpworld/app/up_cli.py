@@ -75,9 +75,14 @@ def up_command(port: int, host: str, allow_hosts: tuple[str, ...], db: str | Non
             swe = build_swe_server(token=secret)
         except BackendUnavailable as exc:  # no containment here: serve everything else, and say why
             click.echo(f"warning: not serving the SWE sandbox: {exc}\n(pass --no-swe to silence this)", err=True)
+    limits = EpisodeLimits(max_episodes=max_episodes)
+
+    def add_worlds(new: list[str]) -> list:
+        return build_servers(new, limits, interactive=interactive, skip_broken=True, token=secret)
+
     stack = Stack(host=host, port=port, store=RegistryStore(db), token=secret,
-                  worlds=build_servers(names, EpisodeLimits(max_episodes=max_episodes), interactive=interactive,
-                                        skip_broken=not only, token=secret),
+                  worlds=build_servers(names, limits, interactive=interactive, skip_broken=not only, token=secret),
+                  add_worlds=None if only else add_worlds,  # --only: exactly those; else new ones join
                   health_interval_s=health_interval, swe=swe,
                   world_models=world_model_servers(WorldModelConfig.from_env(swt_url=swt_url, swr_url=swr_url)),
                   allow_hosts=allow_hosts, interactive=interactive,

@@ -196,15 +196,19 @@ class DirectEndpoints:
     """
 
     def __init__(self, app: Any, mounts: Iterable[Any]):
-        from mcpworld.core.streamable import StreamableHTTP
-
         self.app = app
         self.endpoints: dict[str, tuple[str, Any]] = {}  # path -> (mount prefix, endpoint app)
         for mount in mounts:
-            inner = mount.app
-            transport = inner if isinstance(inner, StreamableHTTP) else getattr(inner, "app", None)  # past a guard
-            if isinstance(transport, StreamableHTTP):
-                self.endpoints.setdefault(mount.path + transport.path, (mount.path, inner))
+            self.add(mount)
+
+    def add(self, mount: Any) -> None:
+        """Answer `mount`'s MCP endpoint directly too (a Mount the composer adds while serving)."""
+        from mcpworld.core.streamable import StreamableHTTP
+
+        inner = mount.app
+        transport = inner if isinstance(inner, StreamableHTTP) else getattr(inner, "app", None)  # past a guard
+        if isinstance(transport, StreamableHTTP):
+            self.endpoints.setdefault(mount.path + transport.path, (mount.path, inner))
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and not scope.get("root_path"):

@@ -50,15 +50,16 @@ def world_path(name: str) -> str:
 
 def world_routes(servers: Sequence[WorldServer], host: str = "127.0.0.1",
                  exposure: Exposure | None = None) -> list[Route | Mount]:
-    """Routes for an ASGI app hosting `servers`: each at /worlds/<name>/mcp, plus a GET /worlds index.
+    """Routes for an ASGI app hosting `servers`: each at /worlds/<name>/mcp, plus a GET /worlds index (which
+    lists `servers` as they are at each request: `mcpworld up` appends worlds installed while it runs).
 
     Bound beyond loopback, each world endpoint checks Host/Origin and needs the registry token (see `Exposure`).
     """
     exposure = exposure or Exposure.of(host)
-    by_name = {s.runtime.world.name: s for s in servers}
-    ordered = sorted(by_name)
 
     async def index(request: Request) -> JSONResponse:
+        by_name = {s.runtime.world.name: s for s in servers}
+        ordered = sorted(by_name)
         try:
             names, next_cursor = index_page(ordered, request.query_params.get("cursor"),
                                             request.query_params.get("limit"))
@@ -70,9 +71,14 @@ def world_routes(servers: Sequence[WorldServer], host: str = "127.0.0.1",
             metadata["nextCursor"] = next_cursor
         return JSONResponse({"worlds": [index_entry(by_name[name], base) for name in names], "metadata": metadata})
 
-    mounts = [mount(f"/worlds/{name}", s.server, exposure, s.episodes.close_connection, wire=s.wire)
-              for name, s in by_name.items()]
-    return [Route("/worlds", index), *mounts]
+    unique = {s.runtime.world.name: s for s in servers}.values()
+    return [Route("/worlds", index), *(world_mount(s, exposure) for s in unique)]
+
+
+def world_mount(server: WorldServer, exposure: Exposure) -> Mount:
+    """The Mount serving one world at /worlds/<name>/mcp, its hot path handed to the transport."""
+    return mount(f"/worlds/{server.runtime.world.name}", server.server, exposure, server.episodes.close_connection,
+                 wire=server.wire)
 
 
 def index_entry(server: WorldServer, base: str) -> dict[str, Any]:
