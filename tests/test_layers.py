@@ -69,8 +69,6 @@ def test_imports_point_down_the_layers() -> None:
     for path in _sources():
         rel = path.relative_to(PACKAGE)
         here = FACADES.get(rel.stem) if len(rel.parts) == 1 else rel.parts[0]
-        if rel.name == "__main__.py":  # `python -m mcpworld[.swe]`: an entry point composes like the app
-            here = "app"
         if here is None:  # mcpworld/__init__.py
             continue
         for line, module in _imports(path):

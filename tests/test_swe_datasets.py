@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mcpworld.app.swe_cli import swe_group
+from mcpworld.swe.cli import swe_group
 from mcpworld.swe.envs import EnvSpec
 from mcpworld.swe.instances import InstanceError, load_instances
 

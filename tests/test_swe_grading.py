@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mcpworld.app.swe_cli import swe_group
 from mcpworld.swe.builder import build_instances
+from mcpworld.swe.cli import swe_group
 from mcpworld.swe.editor import Editor
 from mcpworld.swe.grading import grade, resolution
 from mcpworld.swe.grading import tests_status as status_of

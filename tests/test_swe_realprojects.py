@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from mcpworld.app.swe_cli import swe_group
+from mcpworld.swe.backends import make_backend
 from mcpworld.swe.builder import build_instances, build_projects, fetch_projects
+from mcpworld.swe.cli import swe_group
 from mcpworld.swe.envs import EnvironmentUnavailable, EnvManager, EnvSpec
 from mcpworld.swe.grading import grade, save_logs
 from mcpworld.swe.instances import Instance, load_instances
@@ -161,7 +162,7 @@ def test_workspace_holds_no_history_after_the_base_commit_and_bash_cannot_read_t
     commit = pool.cache.commit(inst.repo_source, inst.base_commit)
     fix = pool.cache.commit(inst.repo_source, f"fixed/{inst.instance_id}")  # the source repository has the fix
     ws = pool.acquire(inst.repo_source, commit, "six")
-    backend = LocalBackend()
+    backend = make_backend("local", list(instances.values())).execution  # hides what these instances give away
 
     def sh(command: str) -> str:
         r = backend.run(command, ws.root, 30, writable=ws.parent)

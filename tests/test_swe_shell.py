@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from mcpworld.swe.backends import make_backend
 from mcpworld.swe.shell import (
     BackendUnavailable,
     ExecResult,
@@ -18,7 +19,6 @@ from mcpworld.swe.shell import (
     ThreadShell,
     bwrap_works,
     format_result,
-    make_backend,
     refusal,
     scrubbed_env,
 )
@@ -119,9 +119,9 @@ def test_bwrap_keeps_the_rest_of_the_filesystem_read_only(tmp_path: Path) -> Non
 def test_docker_backend_refuses_clearly_without_an_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     with pytest.raises(BackendUnavailable, match=r"^docker backend unavailable: "):
-        make_backend("docker")
+        make_backend("docker", [])
     with pytest.raises(BackendUnavailable, match="unknown backend"):
-        make_backend("podman")
+        make_backend("podman", [])
 
 
 def test_backends_satisfy_the_seam() -> None:

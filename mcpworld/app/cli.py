@@ -49,7 +49,7 @@ class LazyGroup(click.Group):
                  "rescore": ("mcpworld.agent.cli:rescore_command",
                              "Judge stored trajectories again against the worlds as they are now."),
                  "train": ("mcpworld.trainer.cli:train_group", "Rollouts, rewards, curriculum, SFT, GRPO, OpenRLHF."),
-                 "swe": ("mcpworld.app.swe_cli:swe_group", "The SWE sandbox: list, grade, build instances."),
+                 "swe": ("mcpworld.swe.cli:swe_group", "The SWE sandbox: list, grade, build instances."),
                  "synth": ("mcpworld.synth.cli:synth_group", "Synthesize worlds and tasks; import Agent-World."),
                  "tui": ("mcpworld.tui.cli:tui_command", "Browse and drive servers from a terminal."),
                  "worldmodel": ("mcpworld.worldmodels.cli:worldmodel_group",
@@ -73,7 +73,7 @@ def main(verbose: bool) -> None:
 @main.group("serve", cls=LazyGroup, lazy={
     "world": ("mcpworld.worlds.cli:serve_world", "One world over stdio or Streamable HTTP."),
     "worlds": ("mcpworld.worlds.cli:serve_worlds", "Several worlds on one HTTP port."),
-    "swe": ("mcpworld.app.swe_cli:serve_swe", "The SWE sandbox over stdio or HTTP."),
+    "swe": ("mcpworld.swe.cli:serve_swe", "The SWE sandbox over stdio or HTTP."),
     "world-model": ("mcpworld.worldmodels.cli:serve_world_model_command", "SWT or SWR as an MCP server."),
     "nemo-gym": ("mcpworld.trainer.nemo_gym:serve_nemo_gym", "Worlds as a NeMo Gym resources server (NeMo RL)."),
 })

@@ -93,7 +93,6 @@ def data_home() -> str:
     return os.path.realpath(os.environ.get("MCPWORLD_HOME") or os.path.join(os.path.expanduser("~"), ".mcpworld"))
 
 
-_HIDE: list[str] = []
 SECRET_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers")  # root-only host files: empty in a host-root sandbox
 PRIVATE_ROOTS = ("/etc", "/var", "/opt", "/srv", "/usr/local/etc")  # where the host keeps what others may not read
 
@@ -130,14 +129,6 @@ def private_paths() -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(files), tuple(folders)
 
 
-def hide(path: str | Path) -> None:
-    """Keep a file or folder out of every contained command's view from now on (an SWE instances file holds the
-    gold patches; a source repository its future history). Folders become empty, files read as empty."""
-    real = os.path.realpath(path)
-    if real not in _HIDE:
-        _HIDE.append(real)
-
-
 def package_dir() -> str:
     """mcpworld's own package folder: its data holds every shipped SWE instance's gold and test patches and every
     world's tasks (references included), so no host-root sandbox (an agent's shell) may read it."""
@@ -146,12 +137,12 @@ def package_dir() -> str:
     return os.path.realpath(Path(mcpworld.__file__).parent)
 
 
-def hidden_paths() -> list[str]:
+def hidden_paths(hidden: Sequence[str] = ()) -> list[str]:
     """Folders replaced by an empty tmpfs in a host-root sandbox: homes, the data dir (registry.token), mcpworld's
-    package (its answers), `hide`'s."""
+    package (its answers), and the folders among `hidden` (real paths: what the sandbox's creator hides)."""
     paths = ["/root", "/home", data_home(), os.path.realpath(os.path.expanduser("~")), package_dir(),
              "/run",  # the host's Unix sockets (docker.sock, the system D-Bus): the net namespace does not cover them
-             *(p for p in _HIDE if not _under(p, "/tmp"))]  # /tmp is private already
+             *(p for p in hidden if not _under(p, "/tmp"))]  # /tmp is private already
     out: list[str] = []
     for path in paths:
         if path not in out and path != "/" and os.path.isdir(path):
@@ -172,10 +163,12 @@ def _under(path: str, parent: str) -> bool:
 
 
 def bwrap_argv(inner: Sequence[str], *, cwd: str | None = None, rw: Sequence[str] = (), ro: Sequence[str] = (),
-               host_root: bool = True) -> list[str]:
+               host_root: bool = True, hidden: Sequence[str | Path] = ()) -> list[str]:
     """The bubblewrap command line around `inner`.
 
     host_root=True: the host's filesystem read-only, minus `hidden_paths()`, with `ro` and `rw` put back.
+    `hidden`: more files and folders the command must not read (an SWE instances file holds the gold patches, a
+    source repository its future history): folders become empty, files read as empty.
     host_root=False: only system folders, the runtime and `ro` (read-only) and `rw` exist.
     Both: private /tmp, own /proc and /dev, every namespace unshared (so no network), new session.
     """
@@ -185,23 +178,24 @@ def bwrap_argv(inner: Sequence[str], *, cwd: str | None = None, rw: Sequence[str
     args = [exe, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     if host_root:
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-        hidden = hidden_paths()
-        for path in hidden:
+        asked = list(dict.fromkeys(os.path.realpath(p) for p in hidden))
+        folders_hidden = hidden_paths(asked)
+        for path in folders_hidden:
             args += ["--tmpfs", path]
         back = [p for p in dict.fromkeys([*runtime_paths(), *ro]) if os.path.exists(p)]
         for path in back:
             args += ["--ro-bind", path, path]
-        for path in hidden:  # a runtime folder that contains the data dir must not bring it back
+        for path in folders_hidden:  # a runtime folder that contains the data dir must not bring it back
             if any(_under(path, b) and path != b for b in back):
                 args += ["--tmpfs", path]
         for path in ro:  # but what was asked for explicitly stays visible
-            if any(_under(path, h) for h in hidden) and os.path.exists(path):
+            if any(_under(path, h) for h in folders_hidden) and os.path.exists(path):
                 args += ["--ro-bind", path, path]
         files, folders = private_paths()
         for path in folders:  # but never one that holds, or is, a folder this sandbox is given
             if os.path.isdir(path) and not any(_under(path, b) or _under(b, path) for b in [*back, *rw]):
                 args += ["--tmpfs", path]
-        for path in dict.fromkeys([*SECRET_FILES, *files, *_HIDE]):  # hidden files read as empty
+        for path in dict.fromkeys([*SECRET_FILES, *files, *asked]):  # hidden files read as empty
             if os.path.isfile(path) and not _under(path, "/tmp"):
                 args += ["--ro-bind", "/dev/null", path]
     else:
@@ -381,13 +375,14 @@ class Contained:
     """An untrusted process, started contained (or, opted out, in its own session); `kill()` ends all of it.
 
     `inner`: the command. `contain`: from `resolve()`. `rw`/`ro`: folders it may write / read (bubblewrap).
+    `hidden`: files and folders it must not read, beyond what every sandbox hides (`bwrap_argv`).
     `max_procs`: the process cap (None: none). `rlimits`: (resource, soft, hard) set in the child before exec.
     Other keywords go to `subprocess.Popen` (stdin, stdout, stderr...). `env` is the child's whole environment.
     """
 
     def __init__(self, inner: Sequence[str], *, contain: bool, env: dict[str, str], cwd: str | Path | None = None,
                  rw: Sequence[str] = (), ro: Sequence[str] = (), host_root: bool = True, max_procs: int | None = None,
-                 rlimits: Sequence[tuple[int, int, int]] = (), **popen: Any):
+                 rlimits: Sequence[tuple[int, int, int]] = (), hidden: Sequence[str | Path] = (), **popen: Any):
         import resource
 
         self.contained = contain
@@ -420,7 +415,8 @@ class Contained:
         if contain:
             if max_procs is not None and self.cgroup is None:
                 argv = ["/bin/sh", "-c", f'ulimit -u {int(max_procs)} 2>/dev/null; exec "$@"', "sh", *argv]
-            argv = bwrap_argv(argv, cwd=str(cwd) if cwd else None, rw=rw, ro=ro, host_root=host_root)
+            argv = bwrap_argv(argv, cwd=str(cwd) if cwd else None, rw=rw, ro=ro, host_root=host_root,
+                              hidden=hidden)
         try:
             self.proc = subprocess.Popen(argv, cwd=cwd, env=env, start_new_session=True, preexec_fn=preexec,
                                          **popen)

@@ -2,7 +2,8 @@
 
 Public entry points: `server.SWEServer` / `server.build_swe_server` (mount it; `mcpworld.app.up.swe_record`
 registers it),
-`grading.grade` (grade one patch offline), `load_instances` and `builder.builtin_instances` (what to serve).
+`grading.grade` (grade one patch offline), `load_instances` and `builder.builtin_instances` (what to serve),
+`backends.make_backend` (where commands run, by name), `cli` (`mcpworld swe`, `python -m mcpworld.swe`).
 """
 
 from __future__ import annotations

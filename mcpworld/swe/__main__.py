@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from mcpworld.app.swe_cli import serve_swe, swe_group
+from mcpworld.swe.cli import serve_swe, swe_group
 
 
 @click.group(commands={**swe_group.commands, "serve": serve_swe})

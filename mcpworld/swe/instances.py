@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from mcpworld.core import contain
 from mcpworld.swe.datasets import normalize
 
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".zip")
@@ -55,6 +54,7 @@ class Instance:
     image: str = ""                  # the harness's per-instance image (docker backend)
     env: dict[str, Any] | None = None  # an environment spec: SWE-rebench's install_config, or ours
     extra: dict[str, Any] = field(default_factory=dict, compare=False)  # every other field, kept as given
+    origin: str = field(default="", compare=False, repr=False)  # the file it was read from; not in record()
 
     @property
     def framework(self) -> Framework:
@@ -97,7 +97,14 @@ class Instance:
 
     def record(self) -> dict[str, Any]:
         """The instance as a SWE-bench style dict (lists kept as lists)."""
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if k != "origin"}
+
+
+def answer_paths(instances: Iterable[Instance]) -> list[str]:
+    """What gives the answers away, for the sandboxes of whoever serves or grades these instances to hide: the
+    files they were read from (gold and test patches) and their source repositories (later commits and tags)."""
+    paths = [path for inst in instances for path in (inst.origin, inst.repo_source) if path]
+    return list(dict.fromkeys(paths))
 
 
 # The harness's test commands for the repositories that do not use pytest.
@@ -152,7 +159,7 @@ def load_instances(path: str | Path, repos_dir: str | Path | None = None, *, pro
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InstanceError(f"{path}: cannot read instances file: {exc.strerror or exc}") from None
-    contain.hide(path)  # it holds the gold and test patches: no contained command may read it
+    origin = str(path.resolve())
     out: list[Instance] = []
     seen: dict[str, int] = {}
     for line, raw in _records(path, text):
@@ -160,7 +167,7 @@ def load_instances(path: str | Path, repos_dir: str | Path | None = None, *, pro
             if isinstance(raw, InstanceError):
                 raise raw
             inst = parse_instance(raw, where=f"{path}:{line}", base_dir=path.parent, repos_dir=repos_dir,
-                                  require_source=require_source)
+                                  require_source=require_source, origin=origin)
             if inst.instance_id in seen:
                 raise InstanceError(f"{path}:{line}: instance_id: duplicate {inst.instance_id!r} "
                                     f"(first at line {seen[inst.instance_id]})")
@@ -170,8 +177,6 @@ def load_instances(path: str | Path, repos_dir: str | Path | None = None, *, pro
             problems.append(str(exc))
             continue
         seen[inst.instance_id] = line
-        if inst.repo_source:
-            contain.hide(inst.repo_source)  # its later commits and tags would give the fix away
         out.append(inst)
     if not out:
         raise InstanceError(f"{path}: no instances found" + (f" ({len(problems)} malformed: {problems[0]})"
@@ -248,8 +253,8 @@ def _test_list(value: Any, where: str, name: str) -> list[str]:
 
 
 def parse_instance(raw: Any, *, where: str, base_dir: Path | None = None, repos_dir: str | Path | None = None,
-                   require_source: bool = True) -> Instance:
-    """Validate one decoded instance; `where` prefixes every error ("file:line")."""
+                   require_source: bool = True, origin: str = "") -> Instance:
+    """Validate one decoded instance; `where` prefixes every error ("file:line"), `origin` names its file."""
     if not isinstance(raw, dict):
         raise InstanceError(f"{where}: an instance must be a JSON object, got {type(raw).__name__}")
     raw = normalize(raw)
@@ -301,7 +306,7 @@ def parse_instance(raw: Any, *, where: str, base_dir: Path | None = None, repos_
         **{name: raw.get(name) or "" for name in _STRINGS if name != "repo_source"},
         repo_source=source, difficulty=difficulty, split=split,
         log_parser=raw.get("log_parser") or "", eval_type=raw.get("eval_type") or "", image=raw.get("image") or "",
-        env=env or None, extra={k: v for k, v in raw.items() if k not in _KNOWN},
+        env=env or None, extra={k: v for k, v in raw.items() if k not in _KNOWN}, origin=origin,
     )
 
 

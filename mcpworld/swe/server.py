@@ -44,7 +44,7 @@ from mcpworld.core.security import Exposure
 from mcpworld.core.workers import id_tag
 from mcpworld.swe.editor import Editor
 from mcpworld.swe.grading import grade, repo_dirname
-from mcpworld.swe.instances import Instance
+from mcpworld.swe.instances import Instance, answer_paths
 from mcpworld.swe.lsp import LspSession
 from mcpworld.swe.oracle import PatchError, solution_calls
 from mcpworld.swe.shell import ExecutionBackend, LocalBackend
@@ -85,13 +85,15 @@ class SWEServer:
     def __init__(self, instances: list[Instance], backend: ExecutionBackend | None = None,
                  options: SWEOptions | None = None, pool: WorkspacePool | None = None,
                  grader: Grader | None = None, token: str | None = None):
-        """`grader` replaces real grading (e.g. SWR, the virtual test runner, in simulated mode); `token`
-        unlocks reference solutions in the task list (default: the local registry token)."""
+        """`backend`: where commands run (default: contained here, these instances' answers hidden; a backend
+        passed in hides what its maker gave it, `backends.make_backend`); `grader` replaces real grading (e.g. SWR,
+        the virtual test runner, in simulated mode); `token` unlocks reference solutions in the task list
+        (default: the local registry token)."""
         self.reveal = p.Reveal(token)
         if not instances:
             raise ValueError("the SWE server needs at least one instance")
         self.instances = {i.instance_id: i for i in instances}
-        self.backend = backend or LocalBackend()
+        self.backend = backend or LocalBackend(hidden=tuple(answer_paths(instances)))
         self.grader = grader
         self.options = options or SWEOptions()
         self.pool = pool or WorkspacePool(warm=self.options.warm)
@@ -306,13 +308,15 @@ class SWEServer:
 def build_swe_server(instances_file: str | Path | None = None, backend: str = "local",
                      options: SWEOptions | None = None, repos_dir: str | Path | None = None,
                      token: str | None = None) -> SWEServer:
-    """A SWEServer over an instances file (default: the shipped instances, built on first use)."""
+    """A SWEServer over an instances file (default: the shipped instances, built on first use) on the backend
+    named `backend` (`backends.BACKENDS`)."""
+    from mcpworld.swe.backends import make_backend
     from mcpworld.swe.builder import builtin_instances
     from mcpworld.swe.instances import load_instances
-    from mcpworld.swe.shell import make_backend
 
     instances = load_instances(instances_file, repos_dir) if instances_file else builtin_instances()
-    return SWEServer(instances, make_backend(backend), options, token=token)
+    chosen = make_backend(backend, instances)
+    return SWEServer(instances, chosen.execution, options, grader=chosen.grader, token=token)
 
 
 SWE_PATH = "/swe/mcp"

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -134,12 +135,14 @@ class LocalBackend:
     cap that holds for root (pids cgroup when writable). Without bubblewrap, construction raises
     BackendUnavailable unless the user opted out (`isolate=False` or MCPWORLD_ALLOW_UNCONTAINED=1): then the
     command runs as the server's user in its own process group, which is killed on timeout: a convenience, not a
-    security boundary.
+    security boundary. `hidden`: files and folders its commands never read, given by whoever owns the instances
+    (`instances.answer_paths`: the instances files and source repositories).
     """
 
     limits: Limits = field(default_factory=Limits)
     isolate: bool | None = None  # None: contain, or refuse unless MCPWORLD_ALLOW_UNCONTAINED=1; False: opt out
     name: str = "local"
+    hidden: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         try:
@@ -165,7 +168,7 @@ class LocalBackend:
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             proc = contain.Contained(["bash", "-c", command], contain=bool(self.isolate), env=env, cwd=cwd,
                                      rw=[str(writable or cwd)], ro=list(borrowed_objects(cwd)),
-                                     max_procs=limits.processes,
+                                     max_procs=limits.processes, hidden=self.hidden,
                                      rlimits=rlimits, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
             timed_out = False
             try:
@@ -285,18 +288,6 @@ class _ImageBackend:
 
     def for_episode(self, instance: Instance) -> EpisodeShell:
         return self.docker.for_episode(instance)
-
-
-def make_backend(name: str, **options: object) -> ExecutionBackend:
-    """A backend by name: local or docker. Raises BackendUnavailable saying why when it cannot run here.
-
-    (The simulated backend, SWT, lives with the world models: `mcpworld.worldmodels.backend.simulated_backend`.)
-    """
-    if name == "local":
-        return LocalBackend(isolate=options.get("isolate"))  # type: ignore[arg-type]
-    if name == "docker":
-        return DockerBackend(**options)  # type: ignore[arg-type]
-    raise BackendUnavailable(f"unknown backend {name!r}; choose local or docker (or simulated, from the CLI)")
 
 
 # -- the bash tool's policy ------------------------------------------------------------------------------------

@@ -14,12 +14,14 @@ import os
 import threading
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio.to_thread
 
-from mcpworld.swe.instances import Instance
+from mcpworld.swe.backends import SWEBackend
+from mcpworld.swe.instances import Instance, answer_paths
 from mcpworld.swe.shell import EpisodeShell, ExecResult, ExecutionBackend, LocalBackend
 from mcpworld.swe.workspace import WorkspaceError, git
 from mcpworld.worldmodels.commands import Decision, classify, pip_packages
@@ -129,8 +131,10 @@ class SimulatedShell:
 
 
 def simulated_backend(swt_url: str | None = None, model: str | None = None, *, real: ExecutionBackend | None = None,
-                      include_gold: bool = False, timeout_s: float = 120.0) -> SimulatedBackend:
-    """A SimulatedBackend on the SWT endpoint(s) given or in $MCPWORLD_SWT_URL (what `make_backend` can call)."""
+                      include_gold: bool = False, timeout_s: float = 120.0,
+                      hidden: Sequence[str] = ()) -> SimulatedBackend:
+    """A SimulatedBackend on the SWT endpoint(s) given or in $MCPWORLD_SWT_URL; without `real`, what runs for
+    real runs here, contained, with `hidden` (files and folders) out of its sight."""
     from mcpworld.worldmodels.llm_pool import ModelPool, parse_urls
 
     url = swt_url or os.environ.get("MCPWORLD_SWT_URL")
@@ -141,4 +145,13 @@ def simulated_backend(swt_url: str | None = None, model: str | None = None, *, r
                                  "swt_url)")
     pool = ModelPool.from_urls(url, model or os.environ.get("MCPWORLD_SWT_MODEL", "swt"),  # type: ignore[arg-type]
                                timeout_s=timeout_s)
-    return SimulatedBackend(SWT(pool), real=real or LocalBackend(), include_gold=include_gold)
+    return SimulatedBackend(SWT(pool), real=real or LocalBackend(hidden=tuple(hidden)), include_gold=include_gold)
+
+
+def swe_backend(instances: Sequence[Instance]) -> SWEBackend:
+    """`--backend simulated` (`mcpworld.swe.backends`): SWT predicts what code prints ($MCPWORLD_SWT_URL), the real
+    part runs contained with these instances' answers hidden, and with $MCPWORLD_SWR_URL SWR grades."""
+    from mcpworld.worldmodels.servers import WorldModelConfig, swr_grader
+
+    execution = simulated_backend(hidden=answer_paths(instances))
+    return SWEBackend(execution, swr_grader(WorldModelConfig.from_env(), list(instances)))

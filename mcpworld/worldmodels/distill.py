@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpworld.swe.grading import Grade, grade
-from mcpworld.swe.instances import Instance
+from mcpworld.swe.instances import Instance, answer_paths
 from mcpworld.swe.shell import ExecResult, ExecutionBackend, LocalBackend, scrubbed_env
 from mcpworld.swe.workspace import WorkspaceError, WorkspacePool
 from mcpworld.worldmodels.candidates import CANDIDATES, candidate_patches
@@ -114,7 +114,8 @@ def collect(instances: Iterable[Instance], output: str | Path, commands: Iterabl
 
     Commands default to the instance's test command; SWR pairs skip the empty patch (SWR is never asked about it).
     """
-    backend = backend or LocalBackend()
+    instances = list(instances)
+    backend = backend or LocalBackend(hidden=tuple(answer_paths(instances)))  # candidates' tests never see answers
     own_pool = pool is None
     pool = pool or WorkspacePool(warm=0)
     kinds, extra, names = set(kinds), list(commands), list(candidates)

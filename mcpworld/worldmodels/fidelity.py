@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 
 from mcpworld.swe.grading import grade
-from mcpworld.swe.instances import Instance
+from mcpworld.swe.instances import Instance, answer_paths
 from mcpworld.swe.shell import ExecResult, ExecutionBackend, LocalBackend
 from mcpworld.swe.workspace import WorkspaceError, WorkspacePool
 from mcpworld.worldmodels.candidates import CANDIDATES, candidate_patches
@@ -110,7 +110,8 @@ async def evaluate(instances: Iterable[Instance], *, swt: SWT | None = None, sco
                    budget: Budget = Budget(), backend: ExecutionBackend | None = None,
                    pool: WorkspacePool | None = None) -> FidelityReport:
     """Compare SWT (when given) with real runs and SWR (when given) with real grading, per instance x candidate."""
-    backend = backend or LocalBackend()
+    instances = list(instances)
+    backend = backend or LocalBackend(hidden=tuple(answer_paths(instances)))  # candidates' tests never see answers
     own_pool = pool is None
     pool = pool or WorkspacePool(warm=0)
     report = FidelityReport()

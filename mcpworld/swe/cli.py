@@ -1,4 +1,5 @@
-"""`mcpworld swe ...` (list, grade, build-instances) and `mcpworld serve swe` (stdio or HTTP)."""
+"""The SWE sandbox's command line: `mcpworld swe ...` (list, grade, build-projects, build-instances) and
+`mcpworld serve swe` (stdio or HTTP), also `python -m mcpworld.swe`; the backend is chosen by name (`backends`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from typing import Any
 
 import click
 
+from mcpworld.swe.backends import BACKENDS, SWEBackend, make_backend
 from mcpworld.swe.instances import Instance, InstanceError
+from mcpworld.swe.shell import BackendUnavailable
 
 instances_option = click.option(
     "--instances", "instances_file", type=click.Path(dir_okay=False), default=None,
@@ -18,7 +21,7 @@ repos_option = click.option(
     "--repos", "repos_dir", type=click.Path(file_okay=False), default=None,
     help="Folder of repositories (<owner>__<name> or <name>, a git folder or archive) for instances without "
          "repo_source.")
-backend_option = click.option("--backend", type=click.Choice(["local", "docker", "simulated"]), default="local",
+backend_option = click.option("--backend", type=click.Choice(list(BACKENDS)), default="local",
                               show_default=True,
                               help="Where commands and tests run; simulated: SWT predicts what code prints "
                                    "($MCPWORLD_SWT_URL) and, with $MCPWORLD_SWR_URL, SWR grades.")
@@ -39,16 +42,10 @@ def _instances(instances_file: str | None, repos_dir: str | None, require_source
     return loaded
 
 
-def _backend(name: str) -> Any:
-    """The execution backend by name; `simulated` comes from the world models (SWT), a layer above the sandbox."""
-    from mcpworld.swe.shell import BackendUnavailable, make_backend
-
+def _backend(name: str, instances: list[Instance]) -> SWEBackend:
+    """The backend by name, hiding these instances' answers; simulated needs MCPWORLD_SWT_URL (docs/world-models.md)."""
     try:
-        if name == "simulated":  # SWT predicts what code prints; needs MCPWORLD_SWT_URL (docs/world-models.md)
-            from mcpworld.worldmodels.backend import simulated_backend
-
-            return simulated_backend()
-        return make_backend(name)
+        return make_backend(name, instances)
     except BackendUnavailable as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -70,10 +67,11 @@ def swe_list(instances_file: str | None, repos_dir: str | None, as_json: bool) -
       mcpworld swe list
       mcpworld swe list --instances my_instances.jsonl --json
     """
-    rows = [{"instance_id": i.instance_id, "repo": i.repo, "base_commit": i.base_commit[:12],
-             "FAIL_TO_PASS": len(i.FAIL_TO_PASS), "PASS_TO_PASS": len(i.PASS_TO_PASS), "difficulty": i.difficulty,
-             "title": i.problem_statement.strip().splitlines()[0][:80]}
-            for i in _instances(instances_file, repos_dir, require_source=False)]
+    rows: list[dict[str, Any]] = [
+        {"instance_id": i.instance_id, "repo": i.repo, "base_commit": i.base_commit[:12],
+         "FAIL_TO_PASS": len(i.FAIL_TO_PASS), "PASS_TO_PASS": len(i.PASS_TO_PASS), "difficulty": i.difficulty,
+         "title": i.problem_statement.strip().splitlines()[0][:80]}
+        for i in _instances(instances_file, repos_dir, require_source=False)]
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
@@ -151,7 +149,7 @@ def swe_grade(instances_file: str | None, repos_dir: str | None, predictions_fil
             specs = json.loads(Path(specs_file).read_text())
         except (OSError, ValueError) as exc:
             raise click.ClickException(f"{specs_file}: cannot read environment specs: {exc}") from None
-    be = _backend(backend)
+    be = _backend(backend, list(instances.values())).execution
     envs = EnvManager([Path(w) for w in wheelhouse])
     pool = WorkspacePool(warm=0)
     report: dict[str, Any] = {}
@@ -263,12 +261,8 @@ def serve_swe(stdio: bool, port: int | None, host: str, instances_file: str | No
         raise click.UsageError("choose exactly one of --stdio or --port")
     options = SWEOptions(command_timeout_s=command_timeout, max_episodes=max_episodes, ttl_s=ttl, warm=warm)
     instances = _instances(instances_file, repos_dir)
-    grader = None
-    if backend == "simulated":
-        from mcpworld.worldmodels.servers import WorldModelConfig, swr_grader
-
-        grader = swr_grader(WorldModelConfig.from_env(), instances)
-    sw = SWEServer(instances, _backend(backend), options, grader=grader)
+    chosen = _backend(backend, instances)
+    sw = SWEServer(instances, chosen.execution, options, grader=chosen.grader)
     if stdio:
         serve_stdio(sw)
     else:
@@ -302,7 +296,3 @@ def serve_http(sw: Any, host: str, port: int) -> None:
                        lambda: running_swe(sw), exposure)
     click.echo(f"swe          http://{host}:{port}{SWE_PATH}", err=True)
     serve(lambda: app, host, port)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(swe_group())
