@@ -220,3 +220,59 @@ async def test_up_with_two_workers_serves_tasks_through_the_registry(tmp_path: P
     finally:
         _stop(proc)
 
+
+
+@pytest.mark.anyio
+async def test_after_the_readme_a_person_plays_from_an_exported_http_client_and_training_stays_sealed(
+        tmp_path: Path) -> None:
+    """Plain `up` plus `registry export --format claude-code`: the entry names the world's play endpoint, where a
+    person starts, plays and checks a task; the training endpoint and the registry's remote still list no
+    play tools (issue 35). The banner is short, says what to do next, and only once the port answers."""
+    port = free_port()
+    env = {**os.environ, "MCPWORLD_HOME": str(tmp_path), "MCPWORLD_REGISTRY": f"http://127.0.0.1:{port}"}
+    proc = _start_up(env, port)
+    try:
+        _wait_registered(f"http://127.0.0.1:{port}", "io.mcpworld/airline", proc)
+        out = tmp_path / ".mcp.json"
+        exported = subprocess.run(mcpworld_cmd("registry", "export", "--format", "claude-code", "-o", str(out)),
+                                  env=env, capture_output=True, text=True, timeout=60)
+        assert exported.returncode == 0, exported.stderr
+        url = json.loads(out.read_text())["mcpServers"]["airline"]["url"]
+        assert url == f"http://127.0.0.1:{port}/play/airline/mcp"
+        async with Client(url) as client:  # as Claude Code connects
+            assert {"start_task", "check_task"} <= {t.name for t in (await client.list_tools()).tools}
+            started = await client.call_tool("start_task", {"task_id": "cancel-within-24h"})
+            episode = started.structured_content["episode"]
+            cancel = {"reservation_id": "ZFA04Y", "reason": "change_of_plan", "episode": episode}
+            assert not (await client.call_tool("cancel_reservation", cancel)).is_error
+            verdict = (await client.call_tool("check_task", {"episode": episode})).structured_content
+            assert verdict["passed"], verdict
+        server = next(s["server"] for s in httpx.get(f"http://127.0.0.1:{port}/v0/servers").json()["servers"]
+                      if s["server"]["name"] == "io.mcpworld/airline")
+        assert [r["url"] for r in server["remotes"]] == [f"http://127.0.0.1:{port}/worlds/airline/mcp"]
+        async with Client(server["remotes"][0]["url"]) as training:
+            assert not {"start_task", "check_task"} & {t.name for t in (await training.list_tools()).tools}
+    finally:
+        if proc.poll() is None:
+            _stop(proc)
+    banner = proc.stdout.read() if proc.stdout else ""
+    assert "Next, in another terminal:" in banner and "registry export --format claude-code" in banner
+    assert len(banner.splitlines()) < 25, banner  # was 93 lines, most of them a pasted Claude Desktop config
+
+
+def test_a_failed_up_leaves_no_token_it_never_showed(tmp_path: Path) -> None:
+    """The port is taken: `up` fails with the reason, and the token it made (never printed) is gone, so the next
+    `up` makes one and shows it (issue 35)."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {**os.environ, "MCPWORLD_HOME": str(tmp_path)}
+        env.pop("MCPWORLD_REGISTRY_TOKEN", None)
+        result = subprocess.run(mcpworld_cmd("up", "--port", str(port), "--only", "airline", "--no-swe"), env=env,
+                                capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert "in use" in result.stderr + result.stdout
+    assert not (tmp_path / "registry.token").exists()

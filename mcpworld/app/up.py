@@ -23,14 +23,13 @@ from mcpworld.core.security import Exposure, public_host
 from mcpworld.core.serving import DirectEndpoints
 from mcpworld.core.workers import port_free
 from mcpworld.registry.api import create_app
-from mcpworld.registry.export import export
 from mcpworld.registry.health import check_all
 from mcpworld.registry.records import local_record
 from mcpworld.registry.store import RegistryStore
 from mcpworld.swe.server import SWE_PATH, SWEServer, running_swe, swe_routes
 from mcpworld.swe.server import TOOLS as SWE_TOOLS
 from mcpworld.worldmodels.servers import MountedWorldModel, running_world_models
-from mcpworld.worlds.host import running, world_mount, world_path, world_routes
+from mcpworld.worlds.host import play_path, running, world_mount, world_path, world_routes
 from mcpworld.worlds.loader import discover
 from mcpworld.worlds.server import WorldServer
 
@@ -62,6 +61,7 @@ class Stack:
     primary: bool = True  # publishes the records and runs the health checks (one process of `--workers N`)
     # builds the servers of worlds installed while `up` runs (names -> servers); None: serve only those given
     add_worlds: Callable[[list[str]], list[WorldServer]] | None = None
+    play: list[WorldServer] = field(default_factory=list)  # each world for people: /play/<name>/mcp (`play_server`)
     poll_s: float = 2.0  # how often the installed worlds are listed again for new ones
 
     @property
@@ -74,6 +74,13 @@ class Stack:
     def exposure(self) -> Exposure:
         return Exposure.of(self.host, self.token, self.allow_hosts)
 
+    def play_server(self, server: WorldServer) -> WorldServer:
+        """The world as people play it from an HTTP client: start_task/check_task listed, its own episodes, the
+        same runtime. With --interactive the training endpoint is that already."""
+        if self.interactive:
+            return server
+        return WorldServer(server.runtime, server.episodes.limits, interactive=True, token=self.token)
+
 
 def world_records(stack: Stack) -> list[dict[str, Any]]:
     return [world_record(stack, s) for s in stack.worlds]
@@ -84,6 +91,7 @@ def world_record(stack: Stack, server: WorldServer) -> dict[str, Any]:
     w = server.runtime.world
     return local_record(
         w.name, w.description, "world", title=w.title, version=w.version, url=stack.base_url + world_path(w.name),
+        play_url=stack.base_url + play_path(w.name),
         stdio_args=["serve", "world", w.name, "--stdio", *(["--interactive"] if stack.interactive else [])],
         facts={"tags": w.tags, "tools": len(server.runtime.tools), "tasks": len(server.runtime.tasks)})
 
@@ -119,7 +127,7 @@ def build_app(stack: Stack) -> Any:
         for record in stack.records if stack.primary else []:
             stack.store.publish(record, replace=True)
         swe = running_swe(stack.swe) if stack.swe is not None else contextlib.nullcontext()
-        async with registry.router.lifespan_context(registry), running(stack.worlds), swe, \
+        async with registry.router.lifespan_context(registry), running(stack.worlds), running(people), swe, \
                 running_world_models(stack.world_models), contextlib.AsyncExitStack() as added, \
                 anyio.create_task_group() as tg:
             if stack.primary:
@@ -130,6 +138,8 @@ def build_app(stack: Stack) -> Any:
             tg.cancel_scope.cancel()
 
     routes = world_routes(stack.worlds, stack.host, exposure)
+    people = [s for s in stack.play if s not in stack.worlds]  # --interactive: the world endpoints are the play ones
+    routes += [world_mount(s, exposure, "/play") for s in stack.play]
     if stack.swe is not None:
         routes += swe_routes(stack.swe, stack.host, exposure)
     for model in stack.world_models:
@@ -151,12 +161,14 @@ async def _serve_new_worlds(stack: Stack, app: DirectEndpoints, added: contextli
         tried.update(new)
         servers = await anyio.to_thread.run_sync(stack.add_worlds, new)  # imports the packages: off the loop
         for server in servers:
-            mount = world_mount(server, stack.exposure)
-            routes = app.app.router.routes
-            routes.insert(len(routes) - 1, mount)  # before the registry, which answers every other path
-            app.add(mount)
-            await added.enter_async_context(running([server]))
+            player = stack.play_server(server)
+            for mount in (world_mount(server, stack.exposure), world_mount(player, stack.exposure, "/play")):
+                routes = app.app.router.routes
+                routes.insert(len(routes) - 1, mount)  # before the registry, which answers every other path
+                app.add(mount)
+            await added.enter_async_context(running([server] if player is server else [server, player]))
             stack.worlds.append(server)
+            stack.play.append(player)
             record = world_record(stack, server)
             stack.records.append(record)
             if stack.primary:
@@ -221,28 +233,31 @@ def release() -> None:
 
 
 def banner(stack: Stack, token_is_new: bool) -> str:
-    lines = [f"mcpworld is up at {stack.base_url}", "",
-             f"  registry API    {stack.base_url}/v0/servers   (OpenAPI: {stack.base_url}/docs)",
-             f"  registry MCP    {stack.base_url}/registry/mcp"]
-    for s in stack.worlds:
-        lines.append(f"  world {s.runtime.world.name:<10}{stack.base_url}{world_path(s.runtime.world.name)}")
+    """What `up` prints once its port answers: where each part is, the token, and what to do next (short: the
+    client configs are one `registry export` away, not pasted here)."""
+    base = stack.base_url
+    names = [s.runtime.world.name for s in stack.worlds]
+    first = names[0] if names else "<world>"
+    lines = [f"mcpworld is up at {base}", "",
+             f"  registry   {base}/v0/servers  (API docs {base}/docs, MCP {base}/registry/mcp)",
+             f"  worlds     {base}/worlds/<name>/mcp  ({len(names)}: {', '.join(names) or 'none'})",
+             f"  play       {base}/play/<name>/mcp  (for people: start_task, play, check_task)"]
     if stack.swe is not None:
-        lines.append(f"  swe             {stack.base_url}{SWE_PATH}")
+        lines.append(f"  swe        {base}{SWE_PATH}")
     for model in stack.world_models:
-        lines.append(f"  world model {model.name:<4}{stack.base_url}{model.path}")
-    token_note = "(new: shown once, saved in " + str(home() / "registry.token") + ")" if token_is_new else \
-        "(from MCPWORLD_REGISTRY_TOKEN or " + str(home() / "registry.token") + ")"
-    lines += ["", f"  registry token  {stack.token if token_is_new else stack.token[:4] + '…'}  {token_note}", ""]
+        lines.append(f"  {model.name:<10} {base}{model.path}")
+    token_note = f"(new, shown once; saved in {home() / 'registry.token'})" if token_is_new else \
+        f"(from MCPWORLD_REGISTRY_TOKEN or {home() / 'registry.token'})"
+    lines.append(f"  token      {stack.token if token_is_new else stack.token[:4] + '…'}  {token_note}")
     exposure = stack.exposure
     if exposure.exposed:
-        lines += [f"  bound to {stack.host}: world, swe and world-model endpoints need 'Authorization: Bearer <token>'",
-                  "  (mcpworld clients: export MCPWORLD_REGISTRY_TOKEN=<token>)",
-                  f"  Host names accepted: {', '.join(exposure.allowed_hosts)} (add more with --allow-host)", ""]
-    if stack.interactive and stack.worlds:
-        first = stack.worlds[0].runtime.world.name
-        lines += ["  --interactive: every world adds start_task / check_task, so a person can play a task over HTTP",
-                  f"  Claude Code:    claude mcp add --transport http {first} {stack.base_url}{world_path(first)}", ""]
-    lines += ["Claude Desktop (claude_desktop_config.json):",
-              json.dumps(export(world_records(stack), "claude-desktop"), indent=2), "",
-              "Press Ctrl-C to stop."]
+        lines += ["", f"  bound to {stack.host}: world, swe and world-model endpoints need 'Authorization: Bearer "
+                  "<token>'", "  (mcpworld clients: export MCPWORLD_REGISTRY_TOKEN=<token>)",
+                  f"  Host names accepted: {', '.join(exposure.allowed_hosts)} (add more with --allow-host)"]
+    lines += ["", "Next, in another terminal:",
+              "  mcpworld registry export --format claude-code -o .mcp.json   # play in Claude Code "
+              "(or vscode, cursor, claude-desktop)",
+              f"  mcpworld run --server {first} --policy oracle               # play every task with the reference",
+              "  mcpworld tui                                                 # browse and drive every server",
+              "", "Press Ctrl-C to stop."]
     return "\n".join(lines)

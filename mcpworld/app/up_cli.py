@@ -21,8 +21,8 @@ from mcpworld.registry.cli import allow_host_option
 @click.option("--health-interval", default=60.0, show_default=True, help="Seconds between health checks.")
 @click.option("--max-episodes", default=4096, show_default=True, help="Cap on live episodes per world.")
 @click.option("--interactive", is_flag=True,
-              help="Add start_task/check_task to every world so a person in an HTTP MCP client (Claude Code, VS Code, "
-                   "Cursor) can play a task and see the verdict.")
+              help="Add start_task/check_task to the training endpoints (/worlds/<name>/mcp) too. Without it people "
+                   "play at /play/<name>/mcp, which `registry export` names for Claude Code, VS Code and Cursor.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
               help="Processes behind the one port: each holds its own episodes; requests follow their episode; a "
                    "worker that dies is restarted (only its own episodes are lost).")
@@ -55,7 +55,7 @@ def up_command(port: int, host: str, allow_hosts: tuple[str, ...], db: str | Non
         release,
     )
     from mcpworld.core import workers as procs
-    from mcpworld.core.paths import registry_token
+    from mcpworld.core.paths import forget_token, registry_token
     from mcpworld.core.serving import serve
     from mcpworld.registry.store import RegistryStore
     from mcpworld.worlds.episodes import EpisodeLimits
@@ -87,15 +87,25 @@ def up_command(port: int, host: str, allow_hosts: tuple[str, ...], db: str | Non
                   world_models=world_model_servers(WorldModelConfig.from_env(swt_url=swt_url, swr_url=swr_url)),
                   allow_hosts=allow_hosts, interactive=interactive,
                   primary=worker is None or worker.index == 0)  # one process publishes and health-checks
+    stack.play = [stack.play_server(s) for s in stack.worlds]
     if worker is not None:  # one of `--workers N`: the supervisor holds the lock and printed the banner
         serve(lambda: build_app(stack), host, port, workers)
         return
-    try:
-        acquire(stack)
-    except AlreadyRunning as exc:
-        raise click.ClickException(str(exc)) from None
-    try:
+    shown: list[bool] = []
+
+    def ready() -> None:  # the port answers: now say so
         click.echo(banner(stack, is_new))
-        serve(lambda: build_app(stack), host, port, workers)
+        shown.append(True)
+
+    try:
+        try:
+            acquire(stack)
+        except AlreadyRunning as exc:
+            raise click.ClickException(str(exc)) from None
+        try:
+            serve(lambda: build_app(stack), host, port, workers, on_ready=ready)
+        finally:
+            release()
     finally:
-        release()
+        if is_new and not shown:  # never shown: the next `up` makes and shows a new one
+            forget_token(secret)

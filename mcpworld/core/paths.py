@@ -41,6 +41,13 @@ def registry_token(given: str | None = None) -> tuple[str, bool]:
     return token, True
 
 
+def forget_token(token: str) -> None:
+    """Remove the saved token if it is still `token` (a failed `up` made it and never showed it)."""
+    path = home() / "registry.token"
+    if path.is_file() and path.read_text().strip() == token:
+        path.unlink()
+
+
 def up_state_file() -> Path:
     """Where a running `mcpworld up` records its pid and URL (so clients find it on any --port)."""
     return home() / "up.json"

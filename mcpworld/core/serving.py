@@ -219,6 +219,15 @@ class DirectEndpoints:
         await self.app(scope, receive, send)
 
 
+def _when_started(server: Any, then: Callable[[], None]) -> None:
+    """Run `then()` once `server` has started (its lifespan done, its sockets served); never if it stops first."""
+    while not server.started:
+        if server.should_exit:
+            return
+        time.sleep(0.02)
+    then()
+
+
 def raise_descriptor_limit(cap: int = 1 << 20) -> int:
     """Let this process hold as many sockets as the hard limit allows (up to `cap`); returns the soft limit.
 
@@ -272,10 +281,12 @@ def _exit_cleanly_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
 
 
-def serve(build: Callable[[], Any], host: str, port: int, workers: int = 1, log_level: str = "warning") -> None:
+def serve(build: Callable[[], Any], host: str, port: int, workers: int = 1, log_level: str = "warning",
+          on_ready: Callable[[], None] | None = None) -> None:
     """Serve the ASGI app `build()` makes on host:port: in this process, or as `workers` processes (this one then
     supervises: it re-runs this same command line in each worker, restarts a worker that dies, stops them all on
-    Ctrl-C or SIGTERM)."""
+    Ctrl-C or SIGTERM). `on_ready()` runs once the port answers (every worker started): a banner that says "up"
+    before then sent clients to a refused connection."""
     import uvicorn
 
     from mcpworld.core.workers import Supervisor, WorkerRouter, current
@@ -285,11 +296,14 @@ def serve(build: Callable[[], Any], host: str, port: int, workers: int = 1, log_
     if worker is None and workers <= 1:
         app = build()
         settle_collector()
+        server = uvicorn.Server(config(app, log_level))
+        if on_ready is not None:
+            threading.Thread(target=_when_started, args=(server, on_ready), daemon=True).start()
         with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises Ctrl-C once it has shut down cleanly
-            uvicorn.Server(config(app, log_level)).run(sockets=[listening_socket(host, port)])
+            server.run(sockets=[listening_socket(host, port)])
         return
     if worker is None:
-        Supervisor(host, port, workers).run()
+        Supervisor(host, port, workers).run(on_ready)
         return
     tcp = listening_socket(host, port, reuse_port=True)
     path = worker.socket_path(worker.index)

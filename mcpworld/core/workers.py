@@ -345,7 +345,8 @@ class Supervisor:
                 raise RuntimeError(f"worker {index} did not start within {self.startup_timeout_s:g}s")
             time.sleep(0.05)
 
-    def run(self) -> None:
+    def run(self, on_ready: Callable[[], None] | None = None) -> None:
+        """Start every worker, run `on_ready()` once all answer, then watch them until Ctrl-C or SIGTERM."""
         if not port_free(self.host, self.port):
             raise SystemExit(f"error: port {self.port} on {self.host} is already in use by another program; "
                              "pass --port to pick another")
@@ -365,6 +366,8 @@ class Supervisor:
                     raise SystemExit(f"error: {exc} (its output is above)") from None
             print(f"{self.count} workers ready on {self.host}:{self.port} (pids "
                   f"{', '.join(str(p.pid) for p in self.procs.values())})", file=sys.stderr, flush=True)
+            if on_ready is not None:
+                on_ready()
             while not self.stopping:
                 self.watch()
                 time.sleep(0.1)

@@ -15,7 +15,7 @@ from collections import Counter
 from typing import Any, Literal
 
 from mcpworld.core.paths import home
-from mcpworld.registry.records import launch_problems, local_stdio_args, record_kind
+from mcpworld.registry.records import launch_problems, local_stdio_args, play_url, record_kind
 
 Format = Literal["claude-desktop", "claude-code", "vscode", "cursor", "inspector"]
 FORMATS: dict[str, str] = {
@@ -114,15 +114,20 @@ def _stdio(doc: dict[str, Any], interactive: bool) -> dict[str, Any] | None:
     return None
 
 
-def _url(doc: dict[str, Any]) -> str | None:
+def _url(doc: dict[str, Any], person: bool) -> str | None:
+    """The HTTP URL an entry names: for a person's client a world's play endpoint (tasks can be started and
+    checked there), else its first Streamable HTTP remote."""
+    if person and play_url(doc):
+        return play_url(doc)
     remotes = [r for r in doc.get("remotes") or [] if r.get("type") == "streamable-http"]
     return remotes[0]["url"] if remotes else None
 
 
 def entry(doc: dict[str, Any], fmt: Format) -> dict[str, Any]:
     """One server's entry in `fmt`. Claude Desktop launches stdio (a person plays: worlds get --interactive), and so
-    does MCP Inspector where it can; the others prefer the HTTP URL."""
-    stdio, url = _stdio(doc, interactive=fmt == "claude-desktop"), _url(doc)
+    does MCP Inspector where it can (it shows the training surface); Claude Code, VS Code and Cursor prefer the
+    HTTP URL, a world's play endpoint where `up` serves one (a person plays there too)."""
+    stdio, url = _stdio(doc, interactive=fmt == "claude-desktop"), _url(doc, person=fmt != "inspector")
     if fmt == "inspector" and stdio:  # Inspector 0.15's --config starts stdio entries only; 2.x reads both
         return {"type": "stdio", **stdio}
     if fmt == "claude-desktop":

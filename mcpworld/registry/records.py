@@ -242,6 +242,12 @@ def record_kind(doc: dict[str, Any]) -> str:
     return mcpworld_meta(doc).get("kind", "external")
 
 
+def play_url(doc: dict[str, Any]) -> str | None:
+    """Where a person plays this world's tasks from an HTTP MCP client (`mcpworld up`'s /play endpoint), else None."""
+    url = mcpworld_meta(doc).get("play")
+    return url if isinstance(url, str) and url else None
+
+
 def local_stdio_args(doc: dict[str, Any]) -> list[str] | None:
     """The `mcpworld ...` arguments that start this mcpworld server over stdio on this machine, else None."""
     args = mcpworld_meta(doc).get("stdio")
@@ -250,13 +256,15 @@ def local_stdio_args(doc: dict[str, Any]) -> list[str] | None:
 
 def local_record(name: str, description: str, kind: Kind, *, url: str | None = None,
                  stdio_args: list[str] | None = None, title: str | None = None, version: str = __version__,
-                 facts: dict[str, Any] | None = None) -> dict[str, Any]:
+                 facts: dict[str, Any] | None = None, play_url: str | None = None) -> dict[str, Any]:
     """A server.json for a server this installation runs: an HTTP remote, and how to start it over stdio here.
 
     No `packages`: mcpworld is not published on any package registry, so a package entry (`uvx mcpworld`) would
     name something no third party can install. The HTTP remote is what other machines use; the stdio launch
     (`mcpworld <stdio_args>`, for this machine's clients such as Claude Desktop) is kept under
-    `_meta["io.mcpworld/server"]["stdio"]` and used by `export` and `connect(prefer="stdio")`.
+    `_meta["io.mcpworld/server"]["stdio"]` and used by `export` and `connect(prefer="stdio")`. `play_url`: where
+    a person plays a task from an HTTP client (`start_task`/`check_task`), under `["play"]`; never a remote, so
+    no trainer or `connect()` reaches it.
     """
     doc: dict[str, Any] = {
         "$schema": SCHEMA_URL,
@@ -271,5 +279,7 @@ def local_record(name: str, description: str, kind: Kind, *, url: str | None = N
     meta: dict[str, Any] = {"kind": kind, **(facts or {})}
     if stdio_args:
         meta["stdio"] = list(stdio_args)
+    if play_url:
+        meta["play"] = play_url
     doc["_meta"] = {META_KEY: meta}
     return doc

@@ -48,6 +48,11 @@ def world_path(name: str) -> str:
     return f"/worlds/{name}/mcp"
 
 
+def play_path(name: str) -> str:
+    """Where `mcpworld up` serves a world for people (start_task/check_task listed); training never uses it."""
+    return f"/play/{name}/mcp"
+
+
 def world_routes(servers: Sequence[WorldServer], host: str = "127.0.0.1",
                  exposure: Exposure | None = None) -> list[Route | Mount]:
     """Routes for an ASGI app hosting `servers`: each at /worlds/<name>/mcp, plus a GET /worlds index (which
@@ -75,9 +80,9 @@ def world_routes(servers: Sequence[WorldServer], host: str = "127.0.0.1",
     return [Route("/worlds", index), *(world_mount(s, exposure) for s in unique)]
 
 
-def world_mount(server: WorldServer, exposure: Exposure) -> Mount:
-    """The Mount serving one world at /worlds/<name>/mcp, its hot path handed to the transport."""
-    return mount(f"/worlds/{server.runtime.world.name}", server.server, exposure, server.episodes.close_connection,
+def world_mount(server: WorldServer, exposure: Exposure, prefix: str = "/worlds") -> Mount:
+    """The Mount serving one world at <prefix>/<name>/mcp, its hot path handed to the transport."""
+    return mount(f"{prefix}/{server.runtime.world.name}", server.server, exposure, server.episodes.close_connection,
                  wire=server.wire)
 
 
