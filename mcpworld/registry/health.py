@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 
+from mcpworld.core.errors import innermost, one_line
 from mcpworld.registry.connect import connect
 from mcpworld.registry.store import RegistryStore
 
@@ -26,8 +27,8 @@ async def check_record(record: dict[str, Any], timeout: float = 10.0, token: str
     except BaseException as exc:  # noqa: BLE001 - ExceptionGroups from task groups included
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
-        message = str(exc) or type(exc).__name__
-        if isinstance(exc, TimeoutError):
+        message = one_line(exc)  # a refused connection is a task group's ExceptionGroup: say what is inside
+        if isinstance(innermost(exc), TimeoutError):
             message = f"no answer within {timeout:g}s"
         return {"name": name, "status": "down", "latency_ms": None, "error": message[:500], "tools": None}
     return {"name": name, "status": "up", "latency_ms": round((time.perf_counter() - start) * 1000, 1),
