@@ -51,8 +51,10 @@ def _commit_repo(src: Path, dest: Path) -> str:
 
 
 def build_instances(dest: str | Path) -> Path:
-    """Create the shipped repositories under `dest`/repos and write `dest`/instances.jsonl; returns its path."""
-    dest = Path(dest)
+    """Create the shipped repositories under `dest`/repos and write `dest`/instances.jsonl; returns its path.
+
+    `dest` is made absolute first: git runs in other folders, where a relative path names nothing (issue 35)."""
+    dest = Path(dest).resolve()
     (dest / "repos").mkdir(parents=True, exist_ok=True)
     lines = []
     for repo_dir in sorted(p for p in DATA.iterdir() if p.is_dir()):
@@ -179,7 +181,7 @@ def build_projects(dest: str | Path, sdists: str | Path) -> Path:
     the gold patch reversed. Its fix follows as a later commit tagged `fixed/<id>`, as in a real repository whose
     future the agent must not see.
     """
-    dest = Path(dest)
+    dest = Path(dest).resolve()  # git runs in other folders: a relative path would name nothing there
     lines = []
     for project_dir, meta in _projects():
         sdist = find_sdist(Path(sdists), meta["pypi"])
