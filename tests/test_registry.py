@@ -317,3 +317,23 @@ def test_cli_changes_status_and_says_what_changed(store: RegistryStore) -> None:
         assert missing.exit_code == 1 and "404: no server 'io.mcpworld/nope'" in missing.output
     official = store.get("io.mcpworld/a", "1.0.0", include_deleted=True)["_meta"][OFFICIAL]
     assert official["status"] == "deleted" and "statusMessage" not in official
+
+
+def test_cli_list_shows_a_deprecated_server_as_deprecated(store: RegistryStore) -> None:
+    """A deprecated server is still listed (the official API's rule), and `registry list` says so, with the
+    maintainer's message (it showed it like any other, issue 35)."""
+    from click.testing import CliRunner
+
+    from mcpworld.core.serving import serve_in_thread
+    from mcpworld.core.testing import free_port
+    from mcpworld.registry.cli import registry_group
+
+    store.publish(record("a", "1.0.0"))
+    store.publish(record("b", "1.0.0"))
+    store.set_status("io.mcpworld/a", "1.0.0", "deprecated", "use b")
+    with serve_in_thread(create_app(store, TOKEN), free_port()) as base:
+        listed = CliRunner().invoke(registry_group, ["list", "--registry", base])
+    assert listed.exit_code == 0, listed.output
+    rows = {line.split()[1]: line for line in listed.output.splitlines() if "io.mcpworld/" in line}
+    assert "deprecated (use b)" in rows["io.mcpworld/a"]
+    assert "active" in rows["io.mcpworld/b"] and "deprecated" not in rows["io.mcpworld/b"]

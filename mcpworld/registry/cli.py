@@ -70,23 +70,28 @@ def registry_list(registry: str | None, search: str | None, kind: str | None, as
     from rich.console import Console
     from rich.table import Table
 
-    from mcpworld.registry.records import health_of, mcpworld_meta
+    from mcpworld.registry.records import OFFICIAL, health_of, mcpworld_meta
 
     items = all_items(registry, search, kind)
     if as_json:
         click.echo(json.dumps(items, indent=2))
         return
-    table = Table("name", "kind", "health", "tools", "tasks", "url")
+    table = Table("name", "kind", "status", "health", "tools", "tasks", "url")
     for item in items:
         doc = item["server"]
         meta = mcpworld_meta(doc)
         health = health_of(item)
         status = health.get("status", "unknown")
         color = {"up": "green", "down": "red"}.get(status, "yellow")
-        table.add_row(doc["name"], meta.get("kind", "external"), f"[{color}]{status}[/{color}]",
+        official = (item.get("_meta") or {}).get(OFFICIAL) or {}
+        listed = official.get("status", "active")  # deprecated: still listed (the official API's rule), say so
+        if official.get("statusMessage"):
+            listed += f" ({official['statusMessage']})"
+        table.add_row(doc["name"], meta.get("kind", "external"),
+                      listed if listed == "active" else f"[yellow]{listed}[/yellow]", f"[{color}]{status}[/{color}]",
                       str(meta.get("tools", "")), str(meta.get("tasks", "")),
                       ", ".join(r["url"] for r in doc.get("remotes") or []))
-    Console().print(table)
+    Console(width=200).print(table)
 
 
 @registry_group.command("check")
