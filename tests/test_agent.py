@@ -15,17 +15,11 @@ from mcpworld.agent.formats import Action, get_format
 from mcpworld.agent.loop import EpisodeConfig, window
 from mcpworld.agent.policies import OpenAIPolicy, OraclePolicy, RandomPolicy, ReplayPolicy, make_policy
 from mcpworld.agent.runner import RunSpec, best_of_n, list_tasks, run
-from mcpworld.agent.trajectory import (
-    FORMAT_PENALTY,
-    INFRA_TERMINATIONS,
-    Termination,
-    Trajectory,
-    TrajectoryWriter,
-    read_trajectories,
-)
+from mcpworld.agent.trajectory import Trajectory, TrajectoryWriter, read_trajectories
 from mcpworld.core.llm import ChatClient
 from mcpworld.core.llm_replay import ReplayLLM, serve
 from mcpworld.core.schemas import random_value
+from mcpworld.core.termination import FORMAT_PENALTY, INFRA_TERMINATIONS, Termination
 from mcpworld.core.testing import free_port, mcpworld_cmd, wait_http
 
 CANCEL = "booked reservation ZFA04Y an hour ago"  # the cancel-within-24h instruction

@@ -32,7 +32,7 @@ import pytest
 
 from mcpworld.core.serving import serve_in_thread
 from mcpworld.core.testing import free_port, mcpworld_cmd, stop, wait_http
-from mcpworld.trainer.nemo_gym import nemo_gym_app
+from mcpworld.registry.nemo_gym import nemo_gym_app
 from mcpworld.worlds.episodes import EpisodeLimits
 from mcpworld.worlds.host import build_servers, load_runtime
 from mcpworld.worlds.loader import load_world, resolve

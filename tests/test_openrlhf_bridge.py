@@ -20,10 +20,11 @@ pytest.importorskip("torch", reason="the OpenRLHF bridge needs torch (installed 
 pytest.importorskip("openrlhf.utils.agent", reason="install openrlhf --no-deps (see .ci/run)")
 
 from mcpworld.agent.formats import TextFormat  # noqa: E402
-from mcpworld.agent.loop import tool_text, window  # noqa: E402
-from mcpworld.agent.trajectory import Termination  # noqa: E402
+from mcpworld.agent.loop import window  # noqa: E402
+from mcpworld.agent.step import tool_text  # noqa: E402
 from mcpworld.core.models import ToolCall  # noqa: E402
 from mcpworld.core.protocol import EpisodeControl  # noqa: E402
+from mcpworld.core.termination import Termination  # noqa: E402
 from mcpworld.core.testing import free_port, mcpworld_cmd, wait_http  # noqa: E402
 from mcpworld.registry.connect import connect  # noqa: E402
 from mcpworld.trainer.openrlhf_agent import LOG_KEYS, AgentExecutor  # noqa: E402

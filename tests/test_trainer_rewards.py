@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from mcpworld.agent.trajectory import REWARD_RULES, Termination, Trajectory
+from mcpworld.agent.trajectory import Trajectory
 from mcpworld.core.models import Verdict
+from mcpworld.core.termination import REWARD_RULES, Termination
 from mcpworld.trainer.rewards import InfraErrorNotScored, verifier_reward
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "training.md"

@@ -32,10 +32,10 @@ from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn  # noqa: E402
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
 from mcpworld.agent.formats import TextFormat  # noqa: E402
-from mcpworld.agent.loop import tool_text  # noqa: E402
-from mcpworld.agent.trajectory import Termination  # noqa: E402
+from mcpworld.agent.step import tool_text  # noqa: E402
 from mcpworld.core.models import ToolCall  # noqa: E402
 from mcpworld.core.protocol import EpisodeControl  # noqa: E402
+from mcpworld.core.termination import Termination  # noqa: E402
 from mcpworld.core.testing import free_port, mcpworld_cmd, wait_http  # noqa: E402
 from mcpworld.registry.connect import connect  # noqa: E402
 from mcpworld.trainer.tiny import save_tiny_chat_model  # noqa: E402

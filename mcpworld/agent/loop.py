@@ -12,11 +12,13 @@ from mcp.shared.exceptions import MCPError
 
 from mcpworld.agent.formats import Action, Format
 from mcpworld.agent.policies import Policy, SetupError
-from mcpworld.agent.trajectory import CallRecord, Step, Termination, Trajectory
+from mcpworld.agent.step import UnknownTool, run_calls
+from mcpworld.agent.trajectory import CallRecord, Step, Trajectory
 from mcpworld.core.llm import LLMError
-from mcpworld.core.models import TaskInfo
+from mcpworld.core.models import TaskInfo, ToolCall
 from mcpworld.core.paths import registry_token
 from mcpworld.core.protocol import EpisodeControl
+from mcpworld.core.termination import Termination
 
 SYSTEM = "You are a helpful agent operating an application through its tools. Act on the user's request. " \
          "Answer a question with the submit_answer tool (the value asked for, typed); when a rule forbids the " \
@@ -84,11 +86,6 @@ def infra_error_text(exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return f"{reason}: {type(exc).__name__}: {exc}"
-
-
-def tool_text(result: types.CallToolResult) -> str:
-    """A tool result's text blocks, as the model reads them."""
-    return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent)) or "(no content)"
 
 
 async def run_episode(ctl: EpisodeControl, server: str, task: TaskInfo, policy: Policy,
@@ -176,14 +173,14 @@ async def _turn(ctl: EpisodeControl, traj: Trajectory, task: TaskInfo, policy: P
         return None
     if not action.calls:
         return action.final or ""
-    results = []
-    for call in action.calls:
-        if call.name not in names:
-            raise EpisodeEnd(Termination.UNKNOWN_TOOL, f"turn {turn}: unknown tool {call.name!r}")
-        t1 = time.perf_counter()
-        result = await ctl.call(traj.episode, call.name, call.arguments)  # type: ignore[arg-type]
+
+    def record(call: ToolCall, result: types.CallToolResult, latency_ms: float) -> None:
         step.calls.append(CallRecord(name=call.name, arguments=call.arguments, is_error=bool(result.is_error),
-                                     latency_ms=round((time.perf_counter() - t1) * 1000, 2)))
-        results.append((tool_text(result), bool(result.is_error)))
+                                     latency_ms=latency_ms))
+
+    try:
+        results = await run_calls(ctl, traj.episode, action.calls, names, record)  # type: ignore[arg-type]
+    except UnknownTool as unknown:
+        raise EpisodeEnd(Termination.UNKNOWN_TOOL, f"turn {turn}: unknown tool {unknown.name!r}") from None
     traj.messages += policy.format.result_messages(action, results)
     return None

@@ -128,7 +128,8 @@ class ReplayPolicy:
     model: str | None = None
 
     def __init__(self, path: str | Path, format: Format | None = None):
-        from mcpworld.agent.trajectory import INFRA_TERMINATIONS, read_jsonl
+        from mcpworld.agent.trajectory import read_jsonl
+        from mcpworld.core.termination import INFRA_TERMINATIONS
 
         self.format = format or NativeFormat()
         self.turns: dict[tuple[str, int], list[dict[str, Any]]] = {}

@@ -8,7 +8,6 @@ try fails it is written as `infra_error` with no reward, counted in `Summary.los
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections import Counter
 from collections.abc import Callable
@@ -21,8 +20,10 @@ import anyio
 from mcpworld.agent.episodes import EpisodeClient
 from mcpworld.agent.loop import EpisodeConfig, infra_error_text, run_episode
 from mcpworld.agent.policies import Policy
-from mcpworld.agent.trajectory import Termination, Trajectory, TrajectoryWriter, read_trajectories
+from mcpworld.agent.trajectory import Trajectory, TrajectoryWriter, read_trajectories
 from mcpworld.core.models import TaskInfo
+from mcpworld.core.retry import Backoff, retrying
+from mcpworld.core.termination import Termination
 from mcpworld.registry.connect import full_name
 
 
@@ -38,11 +39,12 @@ class RunSpec:
     registry: str | None = None
     config: EpisodeConfig = field(default_factory=EpisodeConfig)
     retries: int = 3  # tries after the first for an episode lost to an infrastructure error
-    backoff_s: float = 1.0  # wait before retry k: backoff_s * 2**(k-1), at most max_backoff_s
+    backoff_s: float = 1.0  # wait before the first retry, doubled each retry, at most max_backoff_s
     max_backoff_s: float = 30.0
 
-    def backoff(self, attempt: int) -> float:
-        return min(self.backoff_s * 2 ** max(attempt - 1, 0), self.max_backoff_s)
+    @property
+    def backoff(self) -> Backoff:
+        return Backoff(self.backoff_s, self.max_backoff_s)
 
 
 UNPLAYED = frozenset({Termination.SETUP_ERROR, Termination.MODEL_ERROR})
@@ -145,21 +147,21 @@ async def run(spec: RunSpec, make_policy: Callable[[int], Policy],
         """One job to its end: played, or retried on a fresh episode until it is not lost or gives up."""
         nonlocal down
         task, sample = job
-        for attempt in itertools.count(1):
+
+        async def attempt(_: int) -> Trajectory:
             try:
                 ctl = await client.control()
-                traj = await run_episode(ctl, name, task, policy, spec.config, sample=sample, seed=spec.seed + sample)
+                return await run_episode(ctl, name, task, policy, spec.config, sample=sample, seed=spec.seed + sample)
             except Exception as exc:  # could not connect: not the agent's doing
-                traj = _failed(spec, name, job, policy, exc)
-            traj.attempts = attempt
-            if not traj.is_infra:
-                down = False
-                return record(traj)
-            if attempt > (0 if down else spec.retries):
-                down = True
-                traj.error = f"{traj.error} (gave up after {attempt} attempt{'s' if attempt > 1 else ''})"
-                return record(traj)
-            await anyio.sleep(spec.backoff(attempt))
+                return _failed(spec, name, job, policy, exc)
+
+        traj, tries = await retrying(attempt, retries=lambda: 0 if down else spec.retries, backoff=spec.backoff,
+                                     lost=lambda traj: traj.is_infra)
+        traj.attempts = tries
+        down = traj.is_infra
+        if down:
+            traj.error = f"{traj.error} (gave up after {tries} attempt{'s' if tries > 1 else ''})"
+        record(traj)
 
     async def worker(client: EpisodeClient, index: int) -> None:
         policy = make_policy(index)

@@ -14,7 +14,6 @@ a server nobody answers for is `ConnectError`, a connection that breaks mid-requ
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 from typing import Any, TypeVar
@@ -33,6 +32,7 @@ from mcp_types.version import LATEST_MODERN_VERSION
 
 from mcpworld import __version__
 from mcpworld.core.protocol import EPISODE_META_KEY, METHOD_TASKS
+from mcpworld.core.retry import NO_WAIT, retrying
 from mcpworld.core.workers import RETRY_HEADER, owner_of
 from mcpworld.registry.client import ConnectError, tls_context
 
@@ -128,12 +128,11 @@ class SessionlessClient:
         return self._result(message, result_type)
 
     async def _again(self, body: str, headers: dict[str, str], rid: int, timeout: float | None) -> dict[str, Any]:
-        """Ask again after a broken connection, up to ASK_AGAIN times: each failure drops one dead pooled
+        """Ask again after a broken connection, up to ASK_AGAIN times, at once: each failure drops one dead pooled
         connection (another keep-alive connection the dying worker had accepted), so the next try takes another."""
-        for _ in range(ASK_AGAIN - 1):
-            with contextlib.suppress(ConnectionResetError):
-                return await self._post(body, headers, rid, timeout)
-        return await self._post(body, headers, rid, timeout)  # the last try's error is the caller's
+        message, _ = await retrying(lambda _: self._post(body, headers, rid, timeout), retries=ASK_AGAIN - 1,
+                                    backoff=NO_WAIT, retry_on=(ConnectionResetError,))
+        return message  # the last try's error is the caller's
 
     @staticmethod
     def _result(message: dict[str, Any], result_type: type[R]) -> R:

@@ -23,19 +23,21 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import anyio
 import mcp_types as types
 import torch
 import torch.nn.functional as F
 
 from mcpworld.agent.formats import Action, TextFormat
 from mcpworld.agent.loop import EpisodeConfig, run_episode
+from mcpworld.agent.trajectory import Trajectory
 from mcpworld.core.models import TaskInfo
 from mcpworld.core.protocol import EpisodeControl
+from mcpworld.core.retry import Backoff, retrying
 from mcpworld.trainer.advantages import Estimator, advantages, degenerate
 from mcpworld.trainer.rewards import verifier_reward
 
 INFRA_RETRIES = 3  # tries per sample when the world server fails (infrastructure, not the policy)
+INFRA_BACKOFF = Backoff(1.0, 10.0)
 
 
 @dataclass
@@ -180,14 +182,14 @@ class GRPOTrainer:
         episode_config = EpisodeConfig(max_turns=self.config.max_turns, turn_timeout_s=600,
                                        history_turns=self.config.history_turns)
         for g in range(self.config.group_size):
-            for attempt in range(INFRA_RETRIES + 1):
+            async def play(_: int) -> tuple[LocalPolicy, Trajectory]:
                 policy = LocalPolicy(self.lm, self.tokenizer, self.config, self.generator)
-                traj = await run_episode(self.ctl, self.server, task, policy, episode_config, sample=g,
-                                         seed=step * 1000 + g)
-                if not traj.is_infra:
-                    break
-                await anyio.sleep(min(2.0 ** attempt, 10.0))
-            else:
+                return policy, await run_episode(self.ctl, self.server, task, policy, episode_config, sample=g,
+                                                 seed=step * 1000 + g)
+
+            (policy, traj), _ = await retrying(play, retries=INFRA_RETRIES, backoff=INFRA_BACKOFF,
+                                               lost=lambda played: played[1].is_infra)
+            if traj.is_infra:
                 return None  # an outage is not a sample of the policy: train on nothing rather than on it
             turns.append(policy.turns)
             rewards.append((await verifier_reward(traj)).value)

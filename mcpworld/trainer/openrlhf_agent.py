@@ -51,19 +51,20 @@ import torch
 from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
 
 from mcpworld.agent.formats import TextFormat
-from mcpworld.agent.loop import infra_error_text, infra_reason, tool_text
-from mcpworld.agent.trajectory import Termination
+from mcpworld.agent.loop import infra_error_text, infra_reason
+from mcpworld.agent.step import take_step
 from mcpworld.core.protocol import EpisodeControl
+from mcpworld.core.retry import retrying
+from mcpworld.core.termination import Termination
 from mcpworld.trainer.chat_turns import CHATML, TurnTemplate, turn_template
 from mcpworld.trainer.rollout_settings import (  # noqa: F401 - parse_label, reply_cap: re-exported
     history_turns,
-    infra_backoff_s,
+    infra_backoff,
     infra_retries,
     log_rollout,
     max_turns,
     parse_label,
     reply_cap,
-    reply_ending,
 )
 from mcpworld.trainer.shared_client import ClientKey, SharedClient  # noqa: F401 - ClientKey: re-exported
 
@@ -161,23 +162,16 @@ class MCPWorldAgent(AgentInstanceBase):
             return self.result(0.0, "", True)
         self.turns += 1
         last = self.rollout.last
-        action = self.format.parse({"role": "assistant", "content": text}, [])
-        ending = reply_ending(action, self.tools, cut=getattr(last, "finish_reason", None) == "length")
-        if ending is not None:
-            return self._end(ending)
-        if not action.calls or self.turns > self.max_turns:
-            verified = await ctl.verify(episode, action.final, close=True)
-            if verified.closed:
-                self.episode = None
-            verdict = verified.verdict
-            ended = Termination.FINAL_ANSWER if not action.calls else Termination.MAX_TURNS
-            return self._end(ended, verdict.passed)
-        results = [(tool_text(r), bool(r.is_error)) for r in
-                   [await ctl.call(episode, c.name, c.arguments) for c in action.calls]]
-        self.tool_errors += sum(is_error for _, is_error in results)
-        blocks = self.format.result_messages(action, results)[0]["content"]
+        cut, over = getattr(last, "finish_reason", None) == "length", self.turns > self.max_turns
+        stepped = await take_step(ctl, episode, self.format, text, self.tools, cut=cut, last=over)
+        if stepped.closed:
+            self.episode = None
+        if stepped.termination is not None:
+            return self._end(stepped.termination, stepped.passed)
+        self.tool_errors += stepped.tool_errors
         ids = getattr(last, "token_ids", None)
-        return self.result(0.0, self.rollout.template.feedback(blocks, ids[-1] if ids else None), False)
+        feedback = self.rollout.template.feedback(stepped.messages[0]["content"], ids[-1] if ids else None)
+        return self.result(0.0, feedback, False)
 
     def _end(self, termination: Termination, passed: bool = False) -> dict[str, Any]:
         self.termination = termination
@@ -234,13 +228,15 @@ class AgentExecutor(MultiTurnAgentExecutor):
         if mode not in INFRA_MODES:
             raise ValueError(f"MCPWORLD_ON_INFRA_ERROR={mode!r}: use one of {', '.join(INFRA_MODES)}")
         window = history_turns()
-        for attempt in range(1, retries + 2):
+
+        async def play(attempt: int) -> tuple[dict[str, Any], MCPWorldAgent | None]:
             rollout = Rollout(self.template(hf_tokenizer), attempt)
             token = _rollout.set(rollout)
             try:
                 if window is None:
-                    result = await super().execute(prompt, label, deepcopy(sampling_params), max_length,
-                                                   hf_tokenizer, RecordingEngine(llm_engine, rollout), images)
+                    result = await super(AgentExecutor, self).execute(
+                        prompt, label, deepcopy(sampling_params), max_length, hf_tokenizer,
+                        RecordingEngine(llm_engine, rollout), images)
                 else:
                     result = await self._windowed(rollout, window, prompt, label, deepcopy(sampling_params),
                                                   max_length, hf_tokenizer, llm_engine)
@@ -252,13 +248,15 @@ class AgentExecutor(MultiTurnAgentExecutor):
             if agent is not None and set(result.get("extra_logs") or {}) != set(LOG_KEYS):  # never stepped
                 result["extra_logs"] = agent.result(0.0, "", True)["extra_logs"]
             result["termination"] = str(agent.termination) if agent and agent.termination else None
-            if agent is None or agent.infra is None:
-                return log_rollout(result, agent.environment if agent else None)
-            if attempt <= retries:
-                await asyncio.sleep(infra_backoff_s(attempt))
+            return result, agent
+
+        (result, agent), _ = await retrying(play, retries=retries, backoff=infra_backoff(),
+                                            lost=lambda played: played[1] is not None and played[1].infra is not None)
+        if agent is None or agent.infra is None:
+            return log_rollout(result, agent.environment if agent else None)
         if mode == "raise":
             raise InfraError(f"rollout for {label!r} lost to infrastructure errors {retries + 1} times: "
-                             f"{agent.error if agent else ''}")
+                             f"{agent.error}")
         result["reward"] = Termination.INFRA_ERROR.reward()  # 0, never a penalty: the model did nothing wrong
         result["scores"] = torch.tensor(math.nan if mode == "filter" else 0.0)
         return log_rollout(result)

@@ -14,8 +14,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mcpworld.agent.trajectory import FORMAT_PENALTY, Termination, Trajectory
+from mcpworld.agent.trajectory import Trajectory
 from mcpworld.core.llm import ChatClient, LLMError
+from mcpworld.core.termination import FORMAT_PENALTY, Termination
 
 JUDGE_SCORES = {"complete": 1.0, "partial": 0.1, "fail": 0.0}
 

@@ -18,7 +18,7 @@ import os
 import time
 from typing import Any
 
-from mcpworld.agent.trajectory import Termination
+from mcpworld.core.retry import Backoff
 
 
 def parse_label(label: Any) -> dict[str, Any]:
@@ -61,9 +61,9 @@ def infra_retries() -> int:
     return 3 if count is None else count
 
 
-def infra_backoff_s(attempt: int) -> float:
-    """Seconds to wait before replaying after try `attempt` (MCPWORLD_INFRA_BACKOFF_S, doubling, at most 30)."""
-    return min(float(os.environ.get("MCPWORLD_INFRA_BACKOFF_S", "2")) * 2 ** (attempt - 1), 30.0)
+def infra_backoff() -> Backoff:
+    """The wait before each replay: MCPWORLD_INFRA_BACKOFF_S before the first, doubling, at most 30."""
+    return Backoff(float(os.environ.get("MCPWORLD_INFRA_BACKOFF_S", "2")), 30.0)
 
 
 def log_rollout(result: dict[str, Any], environment: dict[str, str] | None = None) -> dict[str, Any]:
@@ -83,13 +83,3 @@ def log_rollout(result: dict[str, Any], environment: dict[str, str] | None = Non
             os.close(fd)
     return result
 
-
-def reply_ending(action: Any, tools: set[str], cut: bool) -> Termination | None:
-    """How a parsed reply ends the rollout before any tool runs, the same in every token-level adapter: a reply
-    that does not parse is `truncated` when the token budget cut it (`cut`), else a format error; a call to a tool
-    the world lacks is `unknown_tool`; None when the reply goes on to its calls or its final answer."""
-    if action.error is not None:
-        return Termination.TRUNCATED if cut else Termination.FORMAT_ERROR
-    if any(c.name not in tools for c in action.calls):
-        return Termination.UNKNOWN_TOOL
-    return None

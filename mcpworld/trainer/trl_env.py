@@ -29,9 +29,10 @@ from typing import Any
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from mcpworld.agent.loop import infra_error_text, tool_text
-from mcpworld.agent.trajectory import Termination
+from mcpworld.agent.loop import infra_error_text
+from mcpworld.agent.step import tool_text
 from mcpworld.core.protocol import EpisodeControl
+from mcpworld.core.termination import Termination
 from mcpworld.trainer.shared_client import SharedClient, background_loop, run_sync
 
 JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list,

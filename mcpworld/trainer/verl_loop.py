@@ -37,18 +37,19 @@ from uuid import uuid4
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
 from mcpworld.agent.formats import TextFormat
-from mcpworld.agent.loop import infra_error_text, infra_reason, tool_text
-from mcpworld.agent.trajectory import Termination
+from mcpworld.agent.loop import infra_error_text, infra_reason
+from mcpworld.agent.step import take_step
 from mcpworld.core.protocol import EpisodeControl
+from mcpworld.core.retry import retrying
+from mcpworld.core.termination import Termination
 from mcpworld.trainer.chat_turns import TurnTemplate, turn_template
 from mcpworld.trainer.rollout_settings import (
-    infra_backoff_s,
+    infra_backoff,
     infra_retries,
     log_rollout,
     max_turns,
     parse_label,
     reply_cap,
-    reply_ending,
 )
 from mcpworld.trainer.shared_client import SharedClient
 
@@ -139,14 +140,9 @@ class MCPWorldAgentLoop(AgentLoopBase):
             played = Played(prompt_ids, error=f"bad dataset row: extra_info.{ROW_KEY}: {type(exc).__name__}: {exc}")
             logger.warning("mcpworld: %s", played.error)
             return self.output(played, 1, sampling_params)
-        retries = infra_retries()
-        attempt = 1
-        while True:
-            played = await self.play(Played(prompt_ids), label, sampling_params)
-            if played.infra is None or attempt > retries:
-                break
-            await asyncio.sleep(infra_backoff_s(attempt))
-            attempt += 1
+        played, attempt = await retrying(lambda _: self.play(Played(prompt_ids), label, sampling_params),
+                                         retries=infra_retries(), backoff=infra_backoff(),
+                                         lost=lambda played: played.infra is not None)
         if played.infra is not None:
             logger.warning("mcpworld: %s/%s lost to infrastructure errors %d times: %s", label["server"],
                            label["task"], attempt, played.error)
@@ -209,27 +205,20 @@ class MCPWorldAgentLoop(AgentLoopBase):
             played.add(reply, 1, out.log_probs)
             played.replies += 1
             text = tokenizer.decode(reply, skip_special_tokens=True)
-            action = self.format.parse({"role": "assistant", "content": text}, [])
             closed = bool(reply) and reply[-1] in self.template.stop_ids
-            ending = reply_ending(action, tools, cut=not closed and len(reply) >= asked)
-            if ending is not None:
-                return played.end(ending)
             assert played.episode is not None
             started = time.perf_counter()
             try:
-                if not action.calls or played.replies > limit:
-                    verified = await ctl.verify(played.episode, action.final, close=True)
-                    if verified.closed:
-                        played.episode = None
-                    ended = Termination.FINAL_ANSWER if not action.calls else Termination.MAX_TURNS
-                    return played.end(ended, verified.verdict.passed)
-                results = [(tool_text(r), bool(r.is_error)) for r in
-                           [await ctl.call(played.episode, c.name, c.arguments) for c in action.calls]]
+                stepped = await take_step(ctl, played.episode, self.format, text, tools,
+                                          cut=not closed and len(reply) >= asked, last=played.replies > limit)
             finally:
                 played.metrics["tool_calls"] += time.perf_counter() - started
-            played.tool_errors += sum(is_error for _, is_error in results)
-            blocks = self.format.result_messages(action, results)[0]["content"]
-            feedback = self.template.feedback(blocks, reply[-1] if reply else None)
+            if stepped.closed:
+                played.episode = None
+            if stepped.termination is not None:
+                return played.end(stepped.termination, stepped.passed)
+            played.tool_errors += stepped.tool_errors
+            feedback = self.template.feedback(stepped.messages[0]["content"], reply[-1] if reply else None)
             played.add(tokenizer.encode(feedback, add_special_tokens=False), 0)
             played.feedbacks += 1
 

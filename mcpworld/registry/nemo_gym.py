@@ -16,7 +16,7 @@ base_resources_server.py`, `nemo_gym/server_utils.py`, `responses_api_agents/sim
 Episodes live in each world's own `EpisodeManager` (the kernel's `EpisodeTable`: the cap, the idle TTL); the
 cookie holds only the episode's id. The reward is the one table (`Termination.reward`, docs/training.md
 "Rewards"): the ending is read off the response, the verifier judges the episode's state and final answer.
-Trainer layer, not worlds: the reward table belongs to the agent layer, which the worlds may not import.
+A server over worlds and the core's reward table, beside the registry's own servers; no trainer code.
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mcpworld.agent.trajectory import Termination
 from mcpworld.core.episode_server import endpoint_app, unexpected_error
 from mcpworld.core.security import Exposure
 from mcpworld.core.streamable import BODY_DEADLINE_S, BodyTimeout, BodyTooLarge, ClientGone, read_body
+from mcpworld.core.termination import Termination
 from mcpworld.core.tools import ArgumentError
 from mcpworld.worlds.episodes import EpisodeError, EpisodeLimits, WorldUnavailable
 from mcpworld.worlds.host import running
