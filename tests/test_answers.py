@@ -44,7 +44,7 @@ def play(world: str, task_id: str, answer: object, calls: list[ToolCall] | None 
     rt = RUNTIMES[world]
     task = rt.tasks[task_id]
     submit = ToolCall(name="submit_answer", arguments={"answer": answer})
-    return rt.play(task_id, None, [*(task.solution if calls is None else calls), submit]).passed
+    return rt.judge.play(task_id, None, [*(task.solution if calls is None else calls), submit]).passed
 
 
 # --- per answer type --------------------------------------------------------------------------------------------
@@ -187,6 +187,6 @@ def test_a_question_has_no_decline_and_a_state_task_no_answer() -> None:
         assert refused.error is not None and "asks no question" in refused.error
     finally:
         episode.close()
-    declined = rt.play("business-seats-left", None, [ToolCall(name="decline", arguments={
+    declined = rt.judge.play("business-seats-left", None, [ToolCall(name="decline", arguments={
         "rule": rt.world.rules[0].id, "message": "I cannot."})])
     assert not declined.passed and declined.checks[1].name == "answer submitted"

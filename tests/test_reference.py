@@ -5,7 +5,8 @@ from __future__ import annotations
 from sqlmodel import Field
 
 from mcpworld.core.models import Check
-from mcpworld.worlds.runtime import WorldRuntime, normalize_verdict
+from mcpworld.worlds.runtime import WorldRuntime
+from mcpworld.worlds.verify import normalize_verdict
 from mcpworld.worlds.world import Session, Task, World, call, fetch, new_id, tool, world_base
 
 Base = world_base()
@@ -155,4 +156,4 @@ def test_a_seed_dependent_reference_is_played_per_seed() -> None:
         episode.close()
     assert len(winners) > 1, "the draw must depend on the seed for this test to mean anything"
     assert play("email", *reference("email"))[0]
-    assert ("email", None) in RT._references and ("draw", None) not in RT._references
+    assert ("email", None) in RT.judge._references and ("draw", None) not in RT.judge._references

@@ -11,8 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from mcpworld.worlds.database import MAX_HELD_ROWS
 from mcpworld.worlds.host import load_runtime
-from mcpworld.worlds.runtime import MAX_HELD_ROWS, Episode, WorldRuntime
+from mcpworld.worlds.runtime import Episode, WorldRuntime
 
 FLIGHT = "MW101-0603"  # 120 economy seats, 40 sold; reservation ZFA04Y (basic, booked 2026-06-01) is on it
 

@@ -36,9 +36,9 @@ def test_every_catalog_task_holds_on_other_seeds(runtimes: dict[str, WorldRuntim
     for name, rt in runtimes.items():
         for task in rt.tasks.values():
             answer = rt.task_info(task, reveal=True, seed=seed).answer
-            if not rt.play(task.id, answer, rt.solution(task, seed), seed=seed).passed:
+            if not rt.judge.play(task.id, answer, rt.solution(task, seed), seed=seed).passed:
                 broken.append((name, task.id, "reference fails"))
-            if rt.play(task.id, None, [], seed=seed).passed:
+            if rt.judge.play(task.id, None, [], seed=seed).passed:
                 broken.append((name, task.id, "no-op passes"))
     assert not broken
 
@@ -79,7 +79,7 @@ def test_memorised_calls_fail_on_another_seed(runtimes: dict[str, WorldRuntime])
             if task.kind != "state" or rt.solution(task, 3) == rt.solution(task):
                 continue
             named += 1
-            if rt.play(task.id, task.answer, rt.solution(task), seed=3).passed:
+            if rt.judge.play(task.id, task.answer, rt.solution(task), seed=3).passed:
                 memorised.append((name, task.id))
     assert named >= 50 and not memorised
 
@@ -96,8 +96,8 @@ def test_memorised_entity_and_date_answers_fail_on_another_seed(runtimes: dict[s
             if own == memorised:
                 continue  # counts, amounts, statuses, product names: the same on every seed (see docs/worlds.md)
             calls = rt.solution(task, 4)[:-1]
-            assert rt.play(task.id, None, [*calls, own], seed=4).passed, (name, task.id)
-            assert not rt.play(task.id, None, [*calls, memorised], seed=4).passed, (name, task.id)
+            assert rt.judge.play(task.id, None, [*calls, own], seed=4).passed, (name, task.id)
+            assert not rt.judge.play(task.id, None, [*calls, memorised], seed=4).passed, (name, task.id)
             checked.append(task.id)
     assert "late-delivery-deadline" in checked or len(checked) >= 8, checked
 
@@ -144,7 +144,7 @@ def test_submission_read_on_its_seed_is_judged_in_seed_zero_terms(runtimes: dict
     calls = rt.solution(task, 8)
     submitted = calls[-1].arguments["answer"]
     assert "E03" not in json.dumps(submitted) and "Priya" not in json.dumps(submitted)
-    assert rt.play(task.id, None, [*calls[:-1], ToolCall(name="submit_answer", arguments={"answer": submitted})],
+    assert rt.judge.play(task.id, None, [*calls[:-1], ToolCall(name="submit_answer", arguments={"answer": submitted})],
                    seed=8).passed
     assert view.text("Priya Nair") != "Priya Nair"
 

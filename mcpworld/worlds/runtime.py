@@ -1,12 +1,13 @@
-"""A loaded world at run time: seeded templates, per-episode forks, tool calls in transactions, verification.
+"""A loaded world at run time: seeded templates, per-episode forks, and tool calls in transactions.
 
 Each world's seeded database is built once in memory and serialized; an episode is a fresh in-memory
-SQLite connection deserialized from those bytes (tens of microseconds), never a process or a file.
+SQLite connection deserialized from those bytes (tens of microseconds), never a process or a file. Judging an
+episode is the `Judge`'s (`verify.py`), which `WorldRuntime.verify` hands it to; the SQLite plumbing (engines,
+sessions, the change log) is `database.py`'s.
 """
 
 from __future__ import annotations
 
-import contextvars
 import json
 import random
 import re
@@ -14,111 +15,43 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.pool import StaticPool
+from sqlalchemy import Engine
 from sqlmodel import Session
 
-from mcpworld.core.models import Check, TaskInfo, ToolCall, Verdict
+from mcpworld.core.models import TaskInfo, ToolCall, Verdict
 from mcpworld.core.tools import ArgumentError, ToolSpec, build_tool, to_jsonable
 from mcpworld.core.workers import id_tag
-from mcpworld.worlds.answers import SubmissionError, read_submission
+from mcpworld.worlds.database import (
+    CHANGES_TABLE,
+    WorldSession,
+    activate,
+    engine_for,
+    hold_rows,
+    install_change_log,
+    key_sql,
+    shared_engine,
+)
 from mcpworld.worlds.diff import Row, StateDiff, TableDiff, diff_rows, row_key
-from mcpworld.worlds.freetext import FreeTextContext, free_text_checks, sensitive_values, written
-from mcpworld.worlds.reference import Canonical, canonical, reference_check
 from mcpworld.worlds.submissions import (
     DECLINE,
     SUBMISSION_TOOLS,
     SUBMIT_ANSWER,
     Submission,
-    answer_checks,
-    decline_checks,
-    state_checks,
     submit,
     task_note,
     tool_definitions,
 )
 from mcpworld.worlds.variation import IDENTITY, View, draw_view
-from mcpworld.worlds.world import Outcome, Task, ToolError, World
+from mcpworld.worlds.verify import VERDICT_MODE, Judge
+from mcpworld.worlds.world import Task, ToolError, World, first_line
 
-CHANGES_TABLE = "_mcpworld_changes"
-MAX_REFERENCES = 4096  # cached reference end states, per (task, seed)
 MAX_VIEWS = 1024  # cached seeds' views and their templates, per (task, seed)
-VERDICT_MODE = "typed-submissions-1"  # how verdicts are made: typed submissions, one sealed verdict, free text
-MAX_HELD_ROWS = 512  # loaded rows an episode keeps between its calls (beyond it, none: memory stays bounded)
-
-
-def _begin(conn: Any) -> None:
-    # The driver runs in autocommit mode (isolation_level=None), so the transaction is ours to open: this is
-    # SQLAlchemy's documented recipe for pysqlite, and lets foreign keys be checked at commit time.
-    raw = conn.connection.driver_connection  # straight to sqlite3: this runs on every tool call
-    raw.execute("BEGIN")
-    raw.execute("PRAGMA defer_foreign_keys=ON")
-
-
-def engine_for(conn: sqlite3.Connection | Callable[[], Any]) -> Engine:
-    """An engine over one connection. Foreign keys are checked at commit, whatever order the ORM inserts in."""
-    creator = conn if callable(conn) and not isinstance(conn, sqlite3.Connection) else (lambda: conn)
-    engine = create_engine("sqlite://", creator=creator, poolclass=StaticPool)
-    event.listen(engine, "begin", _begin)
-    return engine
-
-
-_active: contextvars.ContextVar[sqlite3.Connection] = contextvars.ContextVar("mcpworld_active_episode")
-
-
-class _ActiveConnection:
-    """The DBAPI connection of whichever episode is running in this context.
-
-    One engine per world then serves every episode: SQLAlchemy initializes its dialect and compiles each
-    statement once per engine, which with an engine per episode cost ~2 ms on every episode's first call.
-    """
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(_active.get(), name)
-
-
-@contextmanager
-def _activate(conn: sqlite3.Connection) -> Iterator[None]:
-    token = _active.set(conn)
-    try:
-        yield
-    finally:
-        _active.reset(token)
-
-
-class WorldSession(Session):
-    """The session world code runs on: sqlmodel's, plus the rows `hold_rows` keeps (only on these sessions)."""
-
-    held: dict[int, Any] | None = None  # id -> row, once `hold_rows` turned holding on
-
-
-def _key_sql(ref: str, pk: tuple[str, ...]) -> str:
-    return " || '|' || ".join(f'CAST({ref}."{c}" AS TEXT)' for c in pk)
-
-
-def install_change_log(conn: sqlite3.Connection, primary_keys: dict[str, tuple[str, ...]]) -> None:
-    """Triggers that record the key of every row written, so a diff reads only changed rows.
-
-    They live in the template, so every fork inherits them for free; being in the same transaction as the
-    write, a rolled-back tool call leaves no trace in the log either.
-    """
-    conn.execute(f"CREATE TABLE {CHANGES_TABLE} (tbl TEXT NOT NULL, pk TEXT NOT NULL, PRIMARY KEY (tbl, pk)) "
-                 "WITHOUT ROWID")
-    for table, pk in primary_keys.items():
-        log = f"INSERT OR IGNORE INTO {CHANGES_TABLE} VALUES ('{table}', {{}});"
-        new, old = log.format(_key_sql("NEW", pk)), log.format(_key_sql("OLD", pk))
-        conn.executescript(f"""
-            CREATE TRIGGER "_mcpworld_{table}_i" AFTER INSERT ON "{table}" BEGIN {new} END;
-            CREATE TRIGGER "_mcpworld_{table}_u" AFTER UPDATE ON "{table}" BEGIN {old} {new} END;
-            CREATE TRIGGER "_mcpworld_{table}_d" AFTER DELETE ON "{table}" BEGIN {old} END;
-        """)
-    conn.commit()
 
 
 class UnknownTask(KeyError):
@@ -175,7 +108,7 @@ class Episode:
 
     def close(self) -> None:
         if self.session is not None:
-            with _activate(self.conn):
+            with activate(self.conn):
                 self.session.close()
         if self.engine is not None:
             self.engine.dispose()
@@ -217,11 +150,10 @@ class WorldRuntime:
         self._templates: dict[str | None, Template] = {}
         self._failed: dict[str | None, BaseException] = {}  # a seed or setup that raised: raised again, not rerun
         self._template_lock = threading.RLock()  # one build per template, whichever thread asks first
-        self._references: dict[tuple[str, int | None], list[Canonical]] = {}  # (task, seed or None: any)
-        self._free_text: dict[str, FreeTextContext] = {}  # task id -> what its free text is judged against
         self._views: dict[tuple[str | None, int], tuple[View, Template]] = {}  # (template key, seed) -> its view
         self._view_sources: dict[str | None, tuple[list[str], list[str], str]] = {}  # template key -> ids, names, texts
-        self.engine = engine_for(_ActiveConnection)
+        self.engine = shared_engine()
+        self.judge = Judge(self)  # how its episodes are judged (verify.py)
 
     # -- templates -------------------------------------------------------------------------------------
 
@@ -265,7 +197,7 @@ class WorldRuntime:
     def template_error(self, task_id: str | None) -> str | None:
         """Why building the template of `task_id` failed (type and first line), or None if it did not (yet)."""
         exc = self._failed.get(_template_key(self.tasks.get(task_id) if task_id is not None else None))
-        return None if exc is None else f"{type(exc).__name__}: {_first_line(exc) or 'no message'}"
+        return None if exc is None else f"{type(exc).__name__}: {first_line(exc) or 'no message'}"
 
     def _build_template(self, task: Task | None) -> Template:
         setup = task.setup if task is not None else None
@@ -367,30 +299,6 @@ class WorldRuntime:
         finally:
             conn.close()
 
-    def unview(self, episode: Episode, answer: str | None = None) -> str | None:
-        """Map a viewed episode back to seed 0's terms (its rows, change log and submission), so it is judged
-        against the task as written; returns `answer` mapped back too. Once: the episode is then seed 0's."""
-        view = episode.view
-        if view.identity:
-            return answer
-        log = episode.conn.execute(f"SELECT tbl, pk FROM {CHANGES_TABLE}").fetchall()
-        view.rewrite(episode.conn, self.metadata.tables, back=True)
-        episode.conn.execute(f"DELETE FROM {CHANGES_TABLE}")
-        episode.conn.executemany(f"INSERT OR IGNORE INTO {CHANGES_TABLE} VALUES (?, ?)",
-                                 [(table, view.text(key, back=True)) for table, key in log])
-        submission = episode.submission
-        if submission is not None:
-            arguments, values = view.value(submission.arguments, back=True), submission.values
-            if values is not None and episode.task is not None:
-                try:
-                    values = read_submission(list(episode.task.expect), arguments["answer"])
-                except SubmissionError:  # read once already: a value that reads no more names nothing in seed 0
-                    values = None
-            episode.submission = replace(submission, arguments=arguments, values=values)
-        episode.generated = {view.text(k, back=True): v for k, v in episode.generated.items()}
-        episode.view, episode.template = IDENTITY, episode.origin or episode.template
-        return None if answer is None else view.text(answer, back=True)
-
     def call(self, episode: Episode, name: str, arguments: dict[str, Any] | None) -> CallResult:
         """Run one tool in its own transaction: any error rolls back and comes back as a message. The submission
         tools (`submit_answer`, `decline`) record on the episode instead and touch no table."""
@@ -415,7 +323,7 @@ class WorldRuntime:
             hold_rows(episode.session)
         db = episode.session
         _expire_if_written(episode, db)  # written beside this session since (an audit's edit): reload
-        with episode.serving(), _activate(episode.conn):
+        with episode.serving(), activate(episode.conn):
             try:
                 return self._run(spec, db, name, kwargs)
             finally:
@@ -431,16 +339,16 @@ class WorldRuntime:
             return CallResult(error=str(exc))
         except Exception as exc:  # a bug in the tool or a constraint the data broke
             db.rollback()
-            return CallResult(error=f"{name} failed: {type(exc).__name__}: {_first_line(exc)}")
+            return CallResult(error=f"{name} failed: {type(exc).__name__}: {first_line(exc)}")
         except BaseException as exc:  # SystemExit, KeyboardInterrupt...: tool code must not stop the server
             if isinstance(exc, GeneratorExit):
                 raise
             db.rollback()
             return CallResult(error=f"{name} failed: {type(exc).__name__} raised by the tool "
-                                    f"({_first_line(exc) or 'no message'}); the call was rolled back")
+                                    f"({first_line(exc) or 'no message'}); the call was rolled back")
         return CallResult(value=value)
 
-    # -- state and verification ------------------------------------------------------------------------
+    # -- state ---------------------------------------------------------------------------------------------
 
     def read_rows(self, conn: sqlite3.Connection, table: str, keys: list[str] | None = None) -> dict[str, Row]:
         """Rows of `table` by key string: all of them, or only those whose key is in `keys`."""
@@ -449,7 +357,7 @@ class WorldRuntime:
         params: tuple[str, ...] = ()
         if keys is not None:
             ref = f'"{table}"'
-            sql += f" WHERE {_key_sql(ref, pk)} IN (SELECT value FROM json_each(?))"
+            sql += f" WHERE {key_sql(ref, pk)} IN (SELECT value FROM json_each(?))"
             params = (json.dumps(keys),)
         cur = conn.execute(sql, params)
         cols = [d[0] for d in cur.description]
@@ -475,38 +383,6 @@ class WorldRuntime:
                 tables[table] = diff_rows(old, self.read_rows(episode.conn, table, keys))
         return StateDiff(tables, self.primary_keys)
 
-    def reference_states(self, task: Task, seed: int = 0) -> list[Canonical]:
-        """The final states of the task's reference solution (and its alternatives), played once.
-
-        Generated ids are placeholders, so a reference's end state rarely depends on the seed: it is played
-        with seeds 0 and 1 and, when both agree, shared by every seed; otherwise (a tool draws from the episode's
-        generator for more than ids) it is played once per seed.
-        """
-        shared = self._references.get((task.id, None))
-        if shared is not None:
-            return shared
-        if (task.id, seed) not in self._references:
-            first = self._play_references(task, 0)
-            if first == self._play_references(task, 1):
-                self._references[(task.id, None)] = first
-                return first
-            if len(self._references) >= MAX_REFERENCES:  # bounded: RL draws a new seed per sample
-                self._references.pop(next(iter(self._references)))
-            self._references[(task.id, seed)] = first if seed == 0 else self._play_references(task, seed)
-        return self._references[(task.id, seed)]
-
-    def _play_references(self, task: Task, seed: int) -> list[Canonical]:
-        states = []
-        for solution in [task.solution, *task.alternatives]:
-            episode = self.fork(task.id, seed, vary=False)  # judged in seed 0's terms: played on its data
-            try:
-                for step in solution:
-                    self.call(episode, step.name, step.arguments)
-                states.append(canonical(self.diff(episode), episode.generated, self.world.free_fields))
-            finally:
-                episode.close()
-        return states
-
     @cached_property
     def environment(self) -> dict[str, str]:
         """Which build of which world judges its episodes: recorded in every trajectory (`mcpworld rescore`)."""
@@ -530,53 +406,6 @@ class WorldRuntime:
             raise KeyError(f"unknown table {table!r} in {ref!r}")
         return sorted({str(r[column]) for r in rows[table].values() if r.get(column) is not None})
 
-    def free_text_context(self, task: Task) -> FreeTextContext:
-        """What `task`'s free text is judged against: the reference's texts and everything it read (played once)."""
-        made = self._free_text.get(task.id)
-        if made is not None:
-            return made
-        episode = self.fork(task.id, 0)
-        try:
-            results = [self.call(episode, step.name, step.arguments) for step in task.solution]
-            diff = self.diff(episode)
-        finally:
-            episode.close()
-        reference: dict[tuple[str, str], list[str]] = {}
-        for table, column, _, after in written(diff, self.world.free_fields):
-            reference.setdefault((table, column), []).append(str(after or ""))
-        seen = json.dumps([task.instruction, [r.value for r in results], diff.summary()], default=str,
-                          ensure_ascii=False)
-        made = FreeTextContext(instruction=task.instruction, reference=reference, known=seen.casefold(),
-                               sensitive=sensitive_values(self.initial_rows(self.template(task))))
-        self._free_text[task.id] = made
-        return made
-
-    def private_values(self, task: Task, template: Template) -> list[str]:
-        """The values a refusal of `task` must not reveal: its `private` items, columns resolved."""
-        out: list[str] = []
-        for item in task.private:
-            table, _, column = item.partition(".")
-            known = table in self.metadata.tables and column in self.metadata.tables[table].columns
-            out += self.column_values(template, item) if known else [item]
-        return out
-
-    def submission_checks(self, episode: Episode, answer: str | None = None) -> list[Check]:
-        """What the episode submitted, judged: a typed answer, a decline, or (state tasks) no decline. `answer`,
-        the final reply, is read only for what a refusal must not reveal (it can fail, never pass, an episode)."""
-        task = episode.task
-        assert task is not None
-        if task.expect:
-            return answer_checks(task, episode.submission)
-        if task.kind == "answer":  # an answer nobody typed cannot be judged: never a reward (importers drop these)
-            return [Check(name="answer task has a typed answer", passed=False, group="answer",
-                          detail=f"task {task.id} declares no `expect` parts: its answer cannot be judged")]
-        if task.kind == "refusal":
-            if not task.reason:
-                return [Check(name="refusal has a reason", passed=False, group="decline",
-                              detail=f"task {task.id} names no rule in `reason`: it cannot be judged")]
-            return decline_checks(task, episode.submission, self.private_values(task, episode.template), answer)
-        return state_checks(episode.submission)
-
     def instruction(self, task: Task, seed: int = 0) -> str:
         """The instruction as every agent-facing surface gives it: the task's words on `seed`'s data, and for a
         question how to submit its answer and of what type (never a value)."""
@@ -597,66 +426,12 @@ class WorldRuntime:
         view = self.view(task, seed)
         return calls if view.identity else [ToolCall(name=c.name, arguments=view.value(c.arguments)) for c in calls]
 
-    def task_checks(self, episode: Episode, answer: str | None, diff: StateDiff | None = None) -> list[Check]:
-        """The task's own `verify` checks (none without one); a raising verifier fails with its error."""
-        task = episode.task
-        if task is None or task.verify is None:
-            return []
-        diff = diff if diff is not None else self.diff(episode)
-        initial: list[Session] = []
-
-        def open_initial() -> Session:
-            if not initial:
-                conn = self.open_connection(episode.template.data)
-                initial.append(self.new_session(engine_for(conn), random.Random(episode.seed)))
-            return initial[0]
-
-        with _activate(episode.conn), self.new_session(episode.engine or self.engine, episode.rng) as final:
-            outcome = Outcome(diff=diff, answer=answer, _initial=open_initial, final=final)
-            try:
-                checks = normalize_verdict(task.verify(outcome)).checks
-            except (Exception, SystemExit, KeyboardInterrupt) as exc:  # a verifier must not stop the server
-                checks = [Check(name="verifier ran", passed=False, detail=f"{type(exc).__name__}: {_first_line(exc)}")]
-            final.rollback()
-        for s in initial:
-            s.close()
-        return checks
-
     def verify(self, episode: Episode, answer: str | None) -> Verdict:
-        """Judge the episode: the reference's final state, the typed answer or refusal, then the task's checks.
-
-        A raising verifier fails with its error as evidence.
-        """
-        task = episode.task
-        if task is None:
+        """Judge the episode (`Judge.verify`): the reference's final state, the typed answer or refusal, the free
+        text, then the task's checks. A raising verifier fails with its error as evidence."""
+        if episode.task is None:
             raise UnknownTask("(none: this episode was started without a task)")
-        answer = self.unview(episode, answer)
-        diff = self.diff(episode)
-        agent = canonical(diff, episode.generated, self.world.free_fields)
-        checks = [reference_check(agent, self.reference_states(task, episode.seed))]
-        checks += self.submission_checks(episode, answer)
-        if self.world.free_fields:
-            checks += free_text_checks(diff, self.world.free_fields, self.free_text_context(task))
-        checks += [c if c.group else c.model_copy(update={"group": "task check"})
-                   for c in self.task_checks(episode, answer, diff)]
-        passed = sum(c.passed for c in checks)
-        verdict = Verdict(passed=passed == len(checks), score=passed / len(checks), checks=checks)
-        verdict.evidence["diff"] = to_jsonable(diff.summary())
-        verdict.evidence["answer"] = answer
-        if episode.submission is not None:
-            verdict.evidence["submission"] = {"tool": episode.submission.tool, **episode.submission.arguments}
-        return verdict
-
-    def play(self, task_id: str, answer: str | None, calls: list[ToolCall] | None = None, seed: int = 0) -> Verdict:
-        """Judge `calls` (default: the task's reference solution, its submission included) then `answer` on a fresh
-        episode, as an agent's."""
-        episode = self.fork(task_id, seed)
-        try:
-            for step in self.solution(self.tasks[task_id]) if calls is None else calls:
-                self.call(episode, step.name, step.arguments)
-            return self.verify(episode, answer)
-        finally:
-            episode.close()
+        return self.judge.verify(episode, answer)
 
     def table_counts(self, episode: Episode) -> dict[str, int]:
         return {t: episode.conn.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in self.metadata.tables}
@@ -692,73 +467,12 @@ class WorldRuntime:
         return sorted(self.metadata.tables)
 
 
-def _flatten(raw: Any) -> Iterator[bool | Check | Verdict]:
-    if isinstance(raw, (bool, Check, Verdict)):
-        yield raw
-    elif isinstance(raw, Iterable) and not isinstance(raw, (str, bytes, dict)):
-        for item in raw:
-            yield from _flatten(item)
-    else:
-        raise TypeError(f"a verifier returned {type(raw).__name__}; return bool, Check, Verdict or a list of them")
-
-
-def normalize_verdict(raw: bool | Check | Verdict | Iterable[Any]) -> Verdict:
-    """Accept the shapes verifiers return (bool, Check, Verdict, nested lists of those) and make one Verdict.
-
-    Nested lists are flattened, so `[[failing], passing]` fails; a Verdict inside a list keeps its checks.
-    """
-    if isinstance(raw, Verdict):
-        return raw
-    checks: list[Check] = []
-    for item in _flatten(raw):
-        if isinstance(item, Verdict):
-            checks += item.checks or [Check(name="nested verdict", passed=item.passed)]
-        elif isinstance(item, Check):
-            checks.append(item)
-        else:
-            checks.append(Check(name=f"check {len(checks) + 1}", passed=bool(item)))
-    if not checks:
-        return Verdict(passed=False, score=0.0, checks=[Check(name="verifier returned checks", passed=False)])
-    passed = sum(c.passed for c in checks)
-    return Verdict(passed=passed == len(checks), score=passed / len(checks), checks=checks)
-
-
 def _expire_if_written(episode: Episode, db: Session) -> None:
     """Expire every row the session holds when the episode's database was written since they were current."""
     total = episode.conn.total_changes
     if total != episode.changes_seen:
         db.expire_all()
         episode.changes_seen = total
-
-
-def hold_rows(session: WorldSession) -> None:
-    """Keep the rows `session` loads alive between calls, so reading a row again costs no query (SQLAlchemy's
-    identity map holds rows weakly: without this, every call's rows die with it and are read again).
-
-    Why it is safe: a held row is trusted only while nothing has written to the episode's database since it was
-    current. A call that writes (through the ORM or around it: triggers, cascades, raw SQL) moves the connection's
-    write counter and every row is expired, to be reloaded on its next use; so does a write beside the session
-    (`WorldRuntime.call` compares the counter first); a rollback expires them too. At most MAX_HELD_ROWS are held.
-    """
-    session.held = {}
-
-
-@event.listens_for(WorldSession, "loaded_as_persistent")
-@event.listens_for(WorldSession, "pending_to_persistent")
-@event.listens_for(WorldSession, "detached_to_persistent")
-def _hold(session: WorldSession, instance: Any) -> None:
-    held = session.held
-    if held is not None and len(held) < MAX_HELD_ROWS:
-        held[id(instance)] = instance
-
-
-@event.listens_for(WorldSession, "persistent_to_detached")
-@event.listens_for(WorldSession, "persistent_to_deleted")
-@event.listens_for(WorldSession, "persistent_to_transient")
-def _release(session: WorldSession, instance: Any) -> None:
-    held = session.held
-    if held is not None:
-        held.pop(id(instance), None)
 
 
 def _template_key(task: Task | None) -> str | None:
@@ -768,8 +482,3 @@ def _template_key(task: Task | None) -> str | None:
 
 def _regexp(pattern: str | None, value: str | None) -> bool | None:
     return None if pattern is None or value is None else re.search(pattern, str(value)) is not None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0][:500] if text else ""

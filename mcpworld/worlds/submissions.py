@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcpworld.core.models import Check
 from mcpworld.worlds.answers import SubmissionError, describe_answer, judge_answer, read_submission
+from mcpworld.worlds.words import numbers_in
 
 if TYPE_CHECKING:
     from mcpworld.worlds.world import Task, World
@@ -116,35 +117,6 @@ _CLAIM_RE = re.compile(
     rf"^\W*(?:done|all set|completed|success)\b|\bsuccessfully\b"
     rf"|\bi(?:'ve| have)?\s+(?:now\s+|just\s+|already\s+|also\s+|gone ahead and\s+|went ahead and\s+)?"
     rf"(?:{_DONE_VERBS})\b", re.I)
-_SMALL = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen".split())}
-_TENS = {w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), start=2)}
-_SCALES = {"hundred": 100, "thousand": 1_000, "million": 1_000_000, "k": 1_000, "m": 1_000_000}
-_WORD = "|".join(sorted({*_SMALL, *_TENS, "hundred", "thousand", "million"}, key=len, reverse=True))
-_WORDS_RE = re.compile(rf"\b(?:{_WORD})(?:(?:\s+and\s+|\s*-\s*|\s+)(?:{_WORD}))*\b", re.I)
-_DIGITS_RE = re.compile(r"(\d+(?:[,\s]\d{3})*(?:\.\d+)?)\s*(k|m|thousand|million)?\b", re.I)
-
-
-def _word_value(run: str) -> float:
-    total = current = 0
-    for word in re.findall(r"[a-z]+", run.lower()):
-        if word == "and":
-            continue
-        if word == "hundred":
-            current = (current or 1) * 100
-        elif word in ("thousand", "million"):
-            total, current = total + (current or 1) * _SCALES[word], 0
-        else:
-            current += _SMALL.get(word, _TENS.get(word, 0))
-    return float(total + current)
-
-
-def numbers_in(text: str) -> list[float]:
-    """Every number a text states, however written: digits with grouping, "5.3k", "1.2 million", number words."""
-    found = [float(re.sub(r"[,\s]", "", m[1])) * (_SCALES[m[2].lower()] if m[2] else 1)
-             for m in _DIGITS_RE.finditer(text)]
-    return found + [_word_value(m[0]) for m in _WORDS_RE.finditer(text)]
 
 
 def leaks(message: str, private: list[str]) -> list[str]:

@@ -101,7 +101,7 @@ def unstated_parts(task: Task) -> list[str]:
     only ever drops a task; no reward reads prose.
     """
     from mcpworld.worlds.answers import Count, DateAnswer, Entities, Number
-    from mcpworld.worlds.submissions import numbers_in
+    from mcpworld.worlds.words import date_forms, numbers_in
 
     text = task.answer or ""
     if not text.strip():
@@ -115,11 +115,8 @@ def unstated_parts(task: Task) -> list[str]:
             if not none and not any(abs(n - part.value) <= tolerance + 1e-9 for n in numbers_in(text)):
                 out.append(f"{part.value:g}")
         elif isinstance(part, DateAnswer):
-            d = part.value
-            forms = {d.isoformat(), f"{d:%B} {d.day}".casefold(), f"{d.day} {d:%B}".casefold(),
-                     f"{d:%b} {d.day}".casefold()}
-            if not any(f in low for f in forms):
-                out.append(d.isoformat())
+            if not any(f in low for f in date_forms(part.value)):
+                out.append(part.value.isoformat())
         elif isinstance(part, Entities):
             for aliases in part.expected:
                 if not any(" ".join(a.casefold().split()) in low for a in aliases):
@@ -156,7 +153,7 @@ def task_problems(runtime: WorldRuntime, task: Task, init: str) -> list[Problem]
     if out:
         return out
     try:
-        if task.kind == "refusal" and not runtime.reference_states(task)[0].is_empty:
+        if task.kind == "refusal" and not runtime.judge.reference_states(task)[0].is_empty:
             out.append(Problem(where, f"{field}: solution", "a refusal task's reference must leave the state "
                                                             "untouched (its forbidden call must fail, or be left out)"))
         episode = runtime.fork(task.id)
@@ -193,11 +190,11 @@ def _on_another_seed(runtime: WorldRuntime, task: Task, where: str, field: str) 
     """A world that opts in to `vary` must keep each task's meaning on another seed: the seed's reference passes
     and its no-op fails there (a tool that holds an id or a date in its code breaks under the renaming)."""
     answer = runtime.task_info(task, reveal=True, seed=VARIED_SEED).answer
-    if not runtime.play(task.id, answer, runtime.solution(task, VARIED_SEED), seed=VARIED_SEED).passed:
+    if not runtime.judge.play(task.id, answer, runtime.solution(task, VARIED_SEED), seed=VARIED_SEED).passed:
         return [Problem(where, f"{field}: vary", f"the reference fails on seed {VARIED_SEED}, whose data renames "
                                                  "ids, names and dates: does a tool hold an id or a date in its "
                                                  "code? Read it from the data, or set vary=False")]
-    if runtime.play(task.id, None, [], seed=VARIED_SEED).passed:
+    if runtime.judge.play(task.id, None, [], seed=VARIED_SEED).passed:
         return [Problem(where, f"{field}: vary", f"a no-op episode passes on seed {VARIED_SEED}")]
     return []
 

@@ -84,6 +84,12 @@ class ToolError(Exception):
     """A business rule refused the call. The message goes back to the agent; the transaction rolls back."""
 
 
+def first_line(exc: BaseException) -> str:
+    """What a tool, seed or verifier that raised is reported by: the first line of its message, at most 500 chars."""
+    text = str(exc).strip().splitlines()
+    return text[0][:500] if text else ""
+
+
 def not_found(kind: str, key: Any) -> ToolError:
     """The error for a missing record, worded the same way in every world."""
     return ToolError(f"{kind} {key!r} not found")

@@ -16,6 +16,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.css.query import NoMatches
 from textual.widgets import Input, Label, Select, Static
 
+from mcpworld.core.schemas import definitions, resolve_property
 from mcpworld.tui.errors import UserError
 
 
@@ -41,26 +42,13 @@ class Field:
         return ", ".join(bits)
 
 
-def _resolve(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
-    if "$ref" in schema:
-        return _resolve(defs.get(schema["$ref"].split("/")[-1], {}), defs)
-    for key in ("anyOf", "oneOf"):
-        if key in schema:
-            options = [s for s in schema[key] if s.get("type") != "null"]
-            if len(options) == 1:
-                merged = {**schema, **_resolve(options[0], defs)}
-                merged.pop(key, None)
-                return merged
-    return schema
-
-
 def fields_of(schema: dict[str, Any]) -> list[Field]:
     """The form's fields, in the schema's property order."""
-    defs = schema.get("$defs") or schema.get("definitions") or {}
+    defs = definitions(schema)
     required = set(schema.get("required") or [])
     out = []
     for name, raw in (schema.get("properties") or {}).items():
-        prop = _resolve(raw if isinstance(raw, dict) else {}, defs)
+        prop = resolve_property(raw if isinstance(raw, dict) else {}, defs)
         kind = prop.get("type")
         if isinstance(kind, list):
             kinds = [k for k in kind if k != "null"]
