@@ -56,13 +56,14 @@ if runtimes and mode == "call":
         t = time.perf_counter()
         assert runtimes[0].call(episode, "list_pets", {"owner_id": 1 + i % 2}).error is None
         samples.append(time.perf_counter() - t)
-    from mcpworld.synth.worker import Limits, shared_worker
+    from mcpworld.synth.sandbox.worker import Limits, shared_worker
     bare = shared_worker(Limits())
-    bare.run("mcpworld.synth.jobs:call_function", {"source": "def f():\n    return 1", "name": "f", "args": {}})
+    trivial_job = {"source": "def f():\n    return 1", "name": "f", "args": {}}
+    bare.run("mcpworld.synth.sandbox.jobs:call_function", trivial_job)
     trivial = []
     for _ in range(20):
         t = time.perf_counter()
-        bare.run("mcpworld.synth.jobs:call_function", {"source": "def f():\n    return 1", "name": "f", "args": {}})
+        bare.run("mcpworld.synth.sandbox.jobs:call_function", trivial_job)
         trivial.append(time.perf_counter() - t)
     call_p50, job_p50 = sorted(samples)[10], sorted(trivial)[10]
 def ppid(pid):
@@ -81,8 +82,8 @@ print(json.dumps({"worlds": len(runtimes), "load_s": loaded - imported, "import_
 
 def _package(tmp: Path) -> Path:
     """The pet-clinic scenario, imported once (validated, without the audit: only its loading is measured)."""
-    from mcpworld.synth.awm import import_scenario, read_references
-    from mcpworld.synth.awm_format import read_dataset
+    from mcpworld.synth.importers.awm import import_scenario, read_references
+    from mcpworld.synth.importers.awm_format import read_dataset
 
     scenario = next(s for s in read_dataset(DATA) if s.key == "pet_clinic_1")
     refs = read_references(DATA / "references.jsonl")

@@ -22,12 +22,12 @@ import pytest
 from mcpworld.core import contain
 from mcpworld.core.contain import wait_until
 from mcpworld.swe.shell import BackendUnavailable, Limits, LocalBackend, scrubbed_env
-from mcpworld.synth import worker as worker_mod
-from mcpworld.synth.worker import Worker
+from mcpworld.synth.sandbox import worker as worker_mod
+from mcpworld.synth.sandbox.worker import Worker
 
 NO_BWRAP = "bubblewrap is missing or cannot create namespaces on this machine (see docs/security.md, Containment)"
 needs_bwrap = pytest.mark.skipif(contain.bwrap_exe() is None, reason=NO_BWRAP)
-CALL = "mcpworld.synth.jobs:call_function"
+CALL = "mcpworld.synth.sandbox.jobs:call_function"
 
 
 def _marker() -> str:
@@ -254,7 +254,7 @@ def test_opted_out_shell_still_kills_its_group_and_scrubs_env(no_bwrap: None, wo
 def worker() -> Iterator[Worker]:
     if worker_mod.sandbox_kind() == "none" and not contain.allow_uncontained():
         pytest.skip(NO_BWRAP)
-    w = Worker(preload=("json", "mcpworld.synth.jobs"))
+    w = Worker(preload=("json", "mcpworld.synth.sandbox.jobs"))
     yield w
     w.close()
 

@@ -244,7 +244,7 @@ def test_failed_agent_world_install_leaves_nothing_installed(tmp_path: Path) -> 
 
 
 def test_install_package_refuses_a_package_that_fails_validation(tmp_path: Path) -> None:
-    from mcpworld.synth.install import InstallError, install_package
+    from mcpworld.synth.importers.install import InstallError, install_package
 
     bad = tmp_path / "bad-world"
     bad.mkdir()
@@ -281,7 +281,7 @@ def _text(result: types.CallToolResult) -> str:
 
 
 def test_hung_worker_tool_does_not_freeze_another_world(tmp_path: Path) -> None:
-    from mcpworld.synth.agent_world import Limits, import_environment
+    from mcpworld.synth.importers.agent_world import Limits, import_environment
     from mcpworld.worlds.host import load_runtime
     from mcpworld.worlds.loader import load_world
     from mcpworld.worlds.runtime import WorldRuntime

@@ -17,16 +17,16 @@ from click.testing import CliRunner
 from mcp import Client, StdioServerParameters
 
 from mcpworld.core.protocol import EpisodeControl
-from mcpworld.synth.agent_world import (
+from mcpworld.synth.cli import synth_group
+from mcpworld.synth.importers.agent_world import (
     PACKAGE_INIT,
     Limits,
     find_environments,
     import_environment,
     read_environment,
 )
-from mcpworld.synth.cli import synth_group
-from mcpworld.synth.graph import build_graph, fill_args
-from mcpworld.synth.taskspec import load_tasks
+from mcpworld.synth.tasks.graph import build_graph, fill_args
+from mcpworld.synth.tasks.taskspec import load_tasks
 from mcpworld.worlds.audit import audit
 from mcpworld.worlds.loader import load_world
 from mcpworld.worlds.runtime import WorldRuntime
@@ -186,7 +186,7 @@ def test_installed_import_is_served_over_stdio(isolated_home: Path) -> None:
 
 def test_an_env_id_is_a_name_never_a_path(tmp_path: Path) -> None:
     """Issue 30: `metadata.env_id` named any folder, whose `*.json` and README were copied into the world."""
-    from mcpworld.synth.agent_world import read_environment
+    from mcpworld.synth.importers.agent_world import read_environment
 
     secret = tmp_path / "elsewhere"
     secret.mkdir()

@@ -13,9 +13,10 @@ from mcpworld.core.llm import ChatClient
 from mcpworld.core.llm_replay import ReplayLLM, serve
 from mcpworld.core.models import Check, TaskInfo, ToolCall, Verdict
 from mcpworld.core.testing import free_port
-from mcpworld.synth.arena import Arena, classify, run_arena
+from mcpworld.synth.arena.diagnosis import classify
+from mcpworld.synth.arena.rounds import Arena, run_arena
 from mcpworld.synth.cli import synth_group
-from mcpworld.synth.taskspec import load_tasks
+from mcpworld.synth.tasks.taskspec import load_tasks
 
 
 def test_arena_targets_the_weakest_world(tmp_path: Path) -> None:

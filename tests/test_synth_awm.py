@@ -23,8 +23,8 @@ from mcpworld.core.llm import ChatClient
 from mcpworld.core.llm_replay import ReplayLLM, serve
 from mcpworld.core.protocol import EpisodeControl
 from mcpworld.core.testing import free_port
-from mcpworld.synth.awm_format import read_dataset
 from mcpworld.synth.cli import synth_group
+from mcpworld.synth.importers.awm_format import read_dataset
 from mcpworld.trainer.rewards import JudgeReward
 from mcpworld.worlds.loader import load_world
 from mcpworld.worlds.runtime import WorldRuntime
@@ -222,7 +222,7 @@ def test_dataset_sql_has_a_deadline_and_deep_json_a_clear_error(tmp_path: Path) 
     """Issue 30: a recursive query in a sample row never ended; a deeply nested line aborted with RecursionError."""
     import sqlite3
 
-    from mcpworld.synth.awm_format import AwmFormatError, guarded, jsonl_records
+    from mcpworld.synth.importers.awm_format import AwmFormatError, guarded, jsonl_records
 
     conn = sqlite3.connect(":memory:")
     forever = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r"

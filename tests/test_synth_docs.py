@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from mcpworld.synth.cli import synth_group
-from mcpworld.synth.taskspec import load_tasks
+from mcpworld.synth.tasks.taskspec import load_tasks
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "synthesis.md"
 
@@ -51,7 +51,7 @@ def test_typed_answers_and_audit_example_runs(capsys) -> None:
 def test_library_fixture_shown_in_the_docs_is_what_the_tests_replay() -> None:
     import json
 
-    from mcpworld.synth.taskspec import parse_task_file
+    from mcpworld.synth.tasks.taskspec import parse_task_file
 
     shown = next(b for b in re.findall(r"```json\n(.*?)```", DOC.read_text(), re.S) if '"rules"' in b)
     spec = parse_task_file(json.loads(shown))

@@ -24,9 +24,9 @@ from mcpworld.core.models import ToolCall
 from mcpworld.core.protocol import EpisodeControl
 from mcpworld.core.testing import free_port
 from mcpworld.synth.cli import synth_group
-from mcpworld.synth.graph import build_graph, canonical, graph_tasks, honest, leaks
-from mcpworld.synth.programmatic import TEMPLATE, programmatic_tasks, run_script
-from mcpworld.synth.taskspec import AnswerCheck, Dropped, SynthTask, load_tasks, save_tasks, with_tasks
+from mcpworld.synth.tasks.graph import build_graph, canonical, graph_tasks, honest, leaks
+from mcpworld.synth.tasks.programmatic import TEMPLATE, programmatic_tasks, run_script
+from mcpworld.synth.tasks.taskspec import AnswerCheck, Dropped, SynthTask, load_tasks, save_tasks, with_tasks
 from mcpworld.worlds.answers import Count, Entities, Number, accepted_forms, reference_submission
 from mcpworld.worlds.audit import audit
 from mcpworld.worlds.loader import CATALOG_DIR, load_world
@@ -371,7 +371,7 @@ def test_graph_tasks_cli_says_what_it_dropped() -> None:
 
 
 def test_a_model_may_add_edges_between_real_tools_only() -> None:
-    from mcpworld.synth.graph import add_model_edges
+    from mcpworld.synth.tasks.graph import add_model_edges
 
     runtime = WorldRuntime(base("shop"))
     graph = build_graph(runtime, random.Random(0))

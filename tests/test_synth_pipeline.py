@@ -17,8 +17,8 @@ from mcpworld.core.llm import ChatClient
 from mcpworld.core.llm_replay import ReplayLLM, serve
 from mcpworld.core.testing import free_port
 from mcpworld.synth.cli import synth_group
-from mcpworld.synth.install import register_record
-from mcpworld.synth.pipeline import Pipeline, existing_world_ok, read_scenarios, slug
+from mcpworld.synth.importers.install import register_record
+from mcpworld.synth.synthesis.pipeline import Pipeline, existing_world_ok, read_scenarios, slug
 from mcpworld.worlds.audit import audit
 from mcpworld.worlds.loader import discover
 from mcpworld.worlds.runtime import WorldRuntime

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from mcpworld.core.llm_replay import ReplayLLM, serve
 from mcpworld.core.testing import free_port
 from mcpworld.synth.cli import synth_group
-from mcpworld.synth.pipeline import read_scenarios
-from mcpworld.synth.scenarios import Deduper, Scenario
+from mcpworld.synth.synthesis.pipeline import read_scenarios
+from mcpworld.synth.synthesis.scenarios import Deduper, Scenario
 
 LIBRARY = Path(__file__).parent / "data" / "synth" / "library_world.json"
 

@@ -118,7 +118,7 @@ def test_unreachable_server_is_reported(tmp_path: Path) -> None:
 
 def test_a_server_json_launches_only_what_the_registry_would(tmp_path: Path) -> None:
     """Issue 30: `synth twin server.json` ran whatever the file named (`/bin/sh -c ...`)."""
-    from mcpworld.synth.twin import TwinError, _target
+    from mcpworld.synth.synthesis.twin import TwinError, _target
 
     marker = tmp_path / "ran"
     evil = {"name": "io.example/evil", "description": "x", "version": "1.0.0", "packages": [

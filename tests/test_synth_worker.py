@@ -6,14 +6,14 @@ import time
 
 import pytest
 
-from mcpworld.synth.worker import Limits, Worker, sandbox_kind
+from mcpworld.synth.sandbox.worker import Limits, Worker, sandbox_kind
 
-CALL = "mcpworld.synth.jobs:call_function"
+CALL = "mcpworld.synth.sandbox.jobs:call_function"
 
 
 @pytest.fixture(scope="module")
 def worker():
-    w = Worker(Limits(cpu_s=1, wall_s=2.5, memory_mb=512), preload=("json", "mcpworld.synth.jobs"))
+    w = Worker(Limits(cpu_s=1, wall_s=2.5, memory_mb=512), preload=("json", "mcpworld.synth.sandbox.jobs"))
     yield w
     w.close()
 
@@ -83,3 +83,17 @@ def test_host_files_are_invisible_and_read_only(worker: Worker, tmp_path) -> Non
     assert result.ok and result.value is False
     write = snippet(worker, "def f():\n    open('/usr/evil', 'w').write('x')")
     assert not write.ok and ("Read-only" in write.error or "Permission" in write.error)
+
+
+def test_the_zygote_is_a_module_the_worker_runs_as_a_file() -> None:
+    """Importing the zygote (to read, lint, type-check it) runs nothing; the worker starts that very file."""
+    from pathlib import Path
+
+    from mcpworld.synth.sandbox import worker as worker_mod
+    from mcpworld.synth.sandbox import zygote
+
+    assert worker_mod.ZYGOTE == Path(zygote.__file__).resolve()
+    assert str(worker_mod.ZYGOTE) in Worker()._command()
+    assert zygote.call_entry({"entry": "json:loads", "args": {"s": "[1]"}}) == {"ok": True, "value": [1]}
+    failed = zygote.call_entry({"entry": "json:loads", "args": {"s": "{"}})
+    assert failed["ok"] is False and failed["kind"] == "error" and failed["error"].startswith("JSONDecodeError")

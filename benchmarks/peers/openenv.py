@@ -22,6 +22,7 @@ from typing import Any
 
 from benchmarks.common import Row, burst_medians
 from benchmarks.peers import OPENENV_SETUP, ROOT, has_runtime, openenv_missing, openenv_python
+from benchmarks.servers import FAILED, server
 
 TASK = "cancel-within-24h"  # the task benchmarks.loadgen's episodes start
 MESSAGES = 12  # per episode, on both sides
@@ -85,8 +86,6 @@ def paired_peers(python: Path, targets: list[tuple[str, dict[str, Any]]], concur
     """One load generator (under the peer venv: `openenv_load --pairs`) loading every target in turn, `pairs`
     bursts of `episodes` each: per target its median burst rate and CPU per message, p50/p99 over all bursts.
     A generator that fails gives every target NaN figures (the reason printed): the run goes on."""
-    from benchmarks.serving import FAILED
-
     cmd = [str(python), "-m", "benchmarks.peers.openenv_load", "--concurrency", str(concurrency), "--episodes",
            str(episodes), "--pairs", str(pairs)]
     for kind, s in targets:
@@ -110,8 +109,6 @@ def openenv_rows(quick: bool) -> list[Row]:
     python = openenv_python()
     if python is None:
         return skipped(openenv_missing())
-    from benchmarks.serving import server
-
     levels = [1, 64, 256] if quick else [1, 64, 256, 1024]
     pairs = 3 if quick else 7
     notes: list[Row] = []

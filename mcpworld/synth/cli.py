@@ -58,7 +58,7 @@ def synth_world(scenario: str | None, scenarios_file: Path | None, name: str | N
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from mcpworld.synth.pipeline import Pipeline, Synthesis, existing_world_ok, read_scenarios, slug
+    from mcpworld.synth.synthesis.pipeline import Pipeline, Synthesis, existing_world_ok, read_scenarios, slug
 
     if (scenario is None) == (scenarios_file is None):
         raise click.UsageError("give exactly one of --scenario or --scenarios")
@@ -161,9 +161,9 @@ def synth_graph_tasks(world: str, count: int, programmatic: int, seed: int, spli
     """
     import random
 
-    from mcpworld.synth.graph import build_graph, graph_tasks
-    from mcpworld.synth.programmatic import programmatic_tasks
-    from mcpworld.synth.taskspec import save_tasks
+    from mcpworld.synth.tasks.graph import build_graph, graph_tasks
+    from mcpworld.synth.tasks.programmatic import programmatic_tasks
+    from mcpworld.synth.tasks.taskspec import save_tasks
     from mcpworld.worlds.host import load_runtime
     from mcpworld.worlds.loader import WorldLoadError
 
@@ -233,8 +233,8 @@ def synth_import(path: Path, install: bool, out: Path, n_tasks: int, seed: int, 
       mcpworld synth import-agent-world ../shared/thirdparty/agent-world --install
       mcpworld serve world aw-dice-roller --stdio
     """
-    from mcpworld.synth.agent_world import find_environments, import_environment
-    from mcpworld.synth.install import move_into_place, register, staging
+    from mcpworld.synth.importers.agent_world import find_environments, import_environment
+    from mcpworld.synth.importers.install import move_into_place, register, staging
     from mcpworld.worlds.loader import load_world
 
     checkpoints = [c for c in find_environments(path) if not only or c.name.split("_")[0] in only]
@@ -293,7 +293,7 @@ def synth_arena(worlds: str, policy: str, model: str | None, base_url: str | Non
       mcpworld synth arena --worlds airline,shop --policy random --rounds 1 -o arena/
     """
     from mcpworld.agent.loop import EpisodeConfig
-    from mcpworld.synth.arena import Arena, policy_factory, run_arena
+    from mcpworld.synth.arena.rounds import Arena, policy_factory, run_arena
 
     if policy == "openai" and not (model and base_url):
         raise click.UsageError("--policy openai needs --model and --base-url")
@@ -351,9 +351,9 @@ def synth_import_awm(path: Path, install: bool, out: Path, only: tuple[str, ...]
 
     from mcpworld.core.contain import ContainmentUnavailable
     from mcpworld.core.paths import home, user_worlds_dir
-    from mcpworld.synth.awm import ScenarioReport, import_scenario, read_references, summarize
-    from mcpworld.synth.awm_format import AwmFormatError, normalize_scenario_name, read_dataset
-    from mcpworld.synth.install import move_into_place, register, staging
+    from mcpworld.synth.importers.awm import ScenarioReport, import_scenario, read_references, summarize
+    from mcpworld.synth.importers.awm_format import AwmFormatError, normalize_scenario_name, read_dataset
+    from mcpworld.synth.importers.install import move_into_place, register, staging
     from mcpworld.worlds.loader import load_world
 
     if bool(model) != bool(base_url):
@@ -494,7 +494,7 @@ def synth_scenarios(seeds_file: Path, count: int, out: Path, model: str | None, 
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from mcpworld.synth.scenarios import expand, load_state, read_seeds
+    from mcpworld.synth.synthesis.scenarios import expand, load_state, read_seeds
 
     try:
         seeds = read_seeds(seeds_file)
@@ -556,8 +556,8 @@ def synth_twin(server: str, name: str | None, model: str | None, base_url: str |
       mcpworld synth twin http://127.0.0.1:9000/mcp --name twin-notes -o twins/
     """
     from mcpworld.core.contain import ContainmentUnavailable
-    from mcpworld.synth.install import move_into_place, register, staging
-    from mcpworld.synth.twin import TwinError, synthesize_twin
+    from mcpworld.synth.importers.install import move_into_place, register, staging
+    from mcpworld.synth.synthesis.twin import TwinError, synthesize_twin
     from mcpworld.worlds.loader import load_world
 
     client = _client(model, base_url, required=True)

@@ -209,13 +209,13 @@ def report_dropped(world: str, dropped: list[Dropped]) -> None:
 
 
 def load_synthesized(path: Path, module_name: str) -> World:
-    """A synthesized world package (`mcpworld synth world`): generated code through `sandboxed`, tasks as data.
+    """A synthesized world package (`mcpworld synth world`): generated code through `sandbox.packages`, tasks as data.
 
-    Tools, models and seed are generated code, served by `sandboxed.load_package` (real inside a worker, a
+    Tools, models and seed are generated code, served by `sandbox.packages.load_package` (real inside a worker, a
     proxy elsewhere). The tasks, rules and free-text columns come from the package's tasks.json, parsed here
     as data: judging an episode needs no generated code at all.
     """
-    from mcpworld.synth.sandboxed import MANIFEST, load_package
+    from mcpworld.synth.sandbox.packages import MANIFEST, load_package
 
     world = load_package(path, module_name)
     spec = load_task_file(path / "tasks.json")

@@ -1,4 +1,4 @@
-"""The self-evolving arena: evaluate a policy on fresh tasks, diagnose failures per world, synthesize more.
+"""The self-evolving arena's rounds: evaluate a policy on fresh tasks, diagnose failures per world, synthesize more.
 
 One round: for every world, held-out tasks (the world's own test split plus fresh graph tasks, or last
 round's targeted tasks, typed and audited like every synthesized task) are served over real MCP and played
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -25,92 +24,18 @@ import anyio
 from mcpworld.agent.loop import EpisodeConfig
 from mcpworld.agent.policies import Policy
 from mcpworld.agent.runner import RunSpec, run
-from mcpworld.agent.trajectory import Trajectory
 from mcpworld.core.llm import ChatClient
-from mcpworld.core.models import TaskInfo
 from mcpworld.core.testing import free_port
-from mcpworld.synth import prompts
-from mcpworld.synth.graph import graph_tasks
-from mcpworld.synth.taskspec import Dropped, SynthTask, save_tasks, with_tasks
+from mcpworld.synth.arena.diagnosis import WorldReport, diagnose, guidance_text, markdown
+from mcpworld.synth.tasks.graph import graph_tasks
+from mcpworld.synth.tasks.taskspec import Dropped, SynthTask, save_tasks, with_tasks
 from mcpworld.worlds.host import world_path, worlds_app
 from mcpworld.worlds.loader import load_world, resolve
 from mcpworld.worlds.runtime import WorldRuntime
 from mcpworld.worlds.server import WorldServer
-from mcpworld.worlds.world import REFUSAL_WORDS, World
+from mcpworld.worlds.world import World
 
-FAILURES = ("wrong_tool", "bad_arguments", "state_not_updated", "gave_up", "format_error", "wrong_answer",
-            "wrong_state", "server_error", "timeout")
-GAVE_UP = ("could not", "couldn't", "unable to", "i don't know", "not sure", "give up")
 PolicyFactory = Callable[[str, int], Policy]  # (world name, worker index) -> policy
-
-
-def classify(traj: Trajectory, task: TaskInfo) -> str | None:
-    """One failure class for a trajectory (None when it passed), from what the policy actually did."""
-    if traj.verdict is not None and traj.verdict.passed:
-        return None
-    if traj.termination == "format_error":
-        return "format_error"
-    if traj.termination == "unknown_tool":
-        return "wrong_tool"
-    if traj.is_infra or traj.termination in ("model_error", "setup_error"):
-        return "server_error"
-    if traj.termination in ("timeout", "episode_timeout"):
-        return "timeout"
-    calls = [c for s in traj.steps for c in s.calls]
-    if not calls:
-        return "gave_up"
-    reference = {c.name for c in task.solution}
-    called = {c.name for c in calls}
-    if reference and not reference & called:
-        return "wrong_tool"
-    text = json.dumps(traj.messages, default=str)
-    if any(c.is_error and c.name in reference for c in calls) or "invalid arguments for" in text \
-            or all(c.is_error for c in calls):
-        return "bad_arguments"
-    diff = (traj.verdict.evidence.get("diff") if traj.verdict else None) or {}
-    if task.kind == "state":
-        return "state_not_updated" if not diff else "wrong_state"
-    final = next((m.get("content") or "" for m in reversed(traj.messages) if m.get("role") == "assistant"), "")
-    if traj.termination == "max_turns" or (task.kind != "refusal" and any(w in final.lower() for w in GAVE_UP)):
-        return "gave_up"
-    if task.kind != "refusal" and any(w in final.lower() for w in REFUSAL_WORDS):
-        return "gave_up"
-    return "wrong_answer"
-
-
-@dataclass
-class WorldReport:
-    world: str
-    episodes: int = 0
-    passed: int = 0
-    failures: dict[str, int] = field(default_factory=dict)
-    weak_tools: list[str] = field(default_factory=list)
-    examples: list[dict[str, Any]] = field(default_factory=list)
-    new_tasks: int = 0
-
-    @property
-    def success_rate(self) -> float:
-        return self.passed / self.episodes if self.episodes else 0.0
-
-
-def diagnose(world: str, trajs: list[Trajectory], tasks: dict[str, TaskInfo]) -> WorldReport:
-    report = WorldReport(world=world, episodes=len(trajs))
-    failures: Counter[str] = Counter()
-    tools: Counter[str] = Counter()
-    for traj in trajs:
-        task = tasks[traj.task]
-        kind = classify(traj, task)
-        if kind is None:
-            report.passed += 1
-            continue
-        failures[kind] += 1
-        tools.update(c.name for c in task.solution)
-        if len(report.examples) < 5:
-            report.examples.append({"task": task.id, "failure": kind, "termination": traj.termination,
-                                    "calls": [c.name for s in traj.steps for c in s.calls], "error": traj.error})
-    report.failures = dict(failures)
-    report.weak_tools = [name for name, _ in tools.most_common(4)]
-    return report
 
 
 @contextmanager
@@ -169,7 +94,7 @@ class Arena:
             weak = ranked[: self.weakest]
             pending = {}
             for report in weak:
-                guidance = prompts.guidance_text(report.world, report.failures, report.weak_tools)
+                guidance = guidance_text(report.world, report.failures, report.weak_tools)
                 boost = {t: 4.0 for t in report.weak_tools}
                 dropped: list[Dropped] = []
                 new = await graph_tasks(base[report.world], self.targeted, self.seed + 7919 * round_no + 1,
@@ -205,22 +130,6 @@ class Arena:
                 # the arena judges its own runs: it reads the tasks' kinds and references, the policy never did
                 reports[name] = diagnose(name, trajs, {t.id: runtime.task_info(t, reveal=True) for t in world.tasks})
         return reports
-
-
-def markdown(summary: dict[str, Any]) -> str:
-    lines = [f"# Arena round {summary['round']}", "",
-             f"Weakest: {', '.join(summary['weakest']) or '-'}", "",
-             "| world | episodes | success | " + " | ".join(f.replace("_", " ") for f in FAILURES) + " | new tasks |",
-             "|---|---|---|" + "---|" * len(FAILURES) + "---|"]
-    for name, r in summary["worlds"].items():
-        lines.append(f"| {name} | {r['episodes']} | {r['success_rate']:.0%} | "
-                     + " | ".join(str(r["failures"].get(f, 0)) for f in FAILURES) + f" | {r['new_tasks']} |")
-    for name, r in summary["worlds"].items():
-        if r["examples"]:
-            lines += ["", f"## {name}", "", f"Tools in failed tasks: {', '.join(r['weak_tools']) or '-'}", ""]
-            lines += [f"- `{e['task']}`: {e['failure']} (calls: {', '.join(e['calls']) or 'none'})"
-                      for e in r["examples"]]
-    return "\n".join(lines) + "\n"
 
 
 def policy_factory(policy: str, seed: int = 0, model: str | None = None, base_url: str | None = None) -> PolicyFactory:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from mcpworld.synth.names import (
+from mcpworld.synth.tasks.names import (
     GENERIC_CONTAINERS,
     NOISE_FIELDS,
     aliases,

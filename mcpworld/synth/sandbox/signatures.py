@@ -18,6 +18,7 @@ from pydantic import Field
 from sqlmodel import Session
 
 from mcpworld.core.blocking import BLOCKING_ATTR, call_abandoned
+from mcpworld.core.schemas import definitions, resolve_ref
 from mcpworld.worlds.world import ToolError, tool
 
 # A backstop above the workers' own wall-clock limits (10-20 s), which stop a runaway first with a clearer message
@@ -31,8 +32,7 @@ _FORMATS: dict[str, Any] = {"date": date, "date-time": datetime}
 def annotation(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
     """A Python type for a JSON Schema (the subset tools use); unknown shapes become Any."""
     defs = defs or {}
-    if "$ref" in schema:
-        return annotation(defs.get(schema["$ref"].split("/")[-1], {}), defs)
+    schema = resolve_ref(schema, defs)
     enum = schema.get("enum")
     if enum and all(isinstance(e, (str, int)) and not isinstance(e, bool) for e in enum):
         return Literal[tuple(enum)]  # type: ignore[valid-type]
@@ -71,7 +71,7 @@ def proxy_tool(name: str, description: str, schema: dict[str, Any], call: Callab
     is marked as blocking (`call` waits on a worker): a world server runs it off its event loop and gives up
     after `timeout_s` with a tool error, so one hung worker cannot freeze the other worlds in the process.
     """
-    defs = schema.get("$defs") or {}
+    defs = definitions(schema)
     required = set(schema.get("required") or [])
     params = [inspect.Parameter("db", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Session)]
     annotations: dict[str, Any] = {"db": Session, "return": Any}

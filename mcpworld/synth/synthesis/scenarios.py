@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpworld.core.llm import ChatClient, LLMError
-from mcpworld.synth.prompts import parse_json
+from mcpworld.synth.chat import parse_json
 
 SHINGLE = 2
 STOP = {"a", "an", "the", "of", "for", "and", "to", "in", "on", "with", "by", "its", "their", "app", "platform",

@@ -28,8 +28,8 @@ from sqlalchemy import create_engine
 from sqlmodel import Session
 
 from mcpworld.core.models import ToolCall, Verdict
-from mcpworld.synth.signatures import proxy_tool
-from mcpworld.synth.worker import Limits, Worker, in_worker, shared_worker
+from mcpworld.synth.sandbox.signatures import proxy_tool
+from mcpworld.synth.sandbox.worker import Limits, Worker, in_worker, shared_worker
 from mcpworld.worlds.answers import AnswerPart
 from mcpworld.worlds.world import Outcome, Rule, Task, ToolError, World, world_base
 
@@ -44,7 +44,7 @@ process it imports them; anywhere else it serves them through resource-limited w
 
 from pathlib import Path
 
-from mcpworld.synth.sandboxed import load_package
+from mcpworld.synth.sandbox.packages import load_package
 
 world = load_package(Path(__file__).parent, __name__)
 '''
@@ -88,7 +88,7 @@ def _direct(meta: dict[str, Any], module_name: str) -> World:
 def package_worker(path: Path) -> Worker:
     """A warm worker with this package imported and its template built (children fork from it)."""
     path = path.resolve()
-    return shared_worker(LIMITS, ("mcpworld.synth.jobs", "mcpworld.synth.sandboxed"),
+    return shared_worker(LIMITS, ("mcpworld.synth.sandbox.jobs", "mcpworld.synth.sandbox.packages"),
                          binds=(str(path),), warm=((f"{__name__}:warm", (("path", str(path)),)),))
 
 
@@ -229,7 +229,8 @@ def warm(path: str) -> None:
 
 
 def _episode(runtime: Any, data: bytes, seed: int, task: Any = None, template: bytes = b"") -> Any:
-    from mcpworld.worlds.runtime import Episode, Template, engine_for
+    from mcpworld.worlds.database import engine_for
+    from mcpworld.worlds.runtime import Episode, Template
 
     conn = runtime.open_connection(data)
     return Episode(id="worker", task=task, seed=seed, template=Template(template), conn=conn,
@@ -237,7 +238,7 @@ def _episode(runtime: Any, data: bytes, seed: int, task: Any = None, template: b
 
 
 def _changes(runtime: Any, before: Any, after: Any) -> list[dict[str, Any]]:
-    from mcpworld.worlds.runtime import CHANGES_TABLE
+    from mcpworld.worlds.database import CHANGES_TABLE
 
     out = []
     for table, key in after.execute(f"SELECT tbl, pk FROM {CHANGES_TABLE}").fetchall():
@@ -250,7 +251,7 @@ def _changes(runtime: Any, before: Any, after: Any) -> list[dict[str, Any]]:
 
 def call(path: str, tool: str, arguments: dict[str, Any], db: str, seed: int) -> dict[str, Any]:
     """Run one real tool on a private copy of the episode's database; return its value and row changes."""
-    from mcpworld.worlds.runtime import CHANGES_TABLE
+    from mcpworld.worlds.database import CHANGES_TABLE
 
     runtime = _runtime(path)
     data = base64.b64decode(db)
@@ -263,7 +264,7 @@ def call(path: str, tool: str, arguments: dict[str, Any], db: str, seed: int) ->
 
 
 def setup(path: str, task: str, db: str) -> dict[str, Any]:
-    from mcpworld.worlds.runtime import CHANGES_TABLE
+    from mcpworld.worlds.database import CHANGES_TABLE
 
     runtime = _runtime(path)
     data = base64.b64decode(db)
@@ -277,11 +278,11 @@ def setup(path: str, task: str, db: str) -> dict[str, Any]:
 
 def verify(path: str, task: str, initial: str, final: str, answer: str | None) -> dict[str, Any]:
     """The task's own checks, run on the package's code; the reference and typed answers are judged outside."""
-    from mcpworld.worlds.runtime import normalize_verdict
+    from mcpworld.worlds.verify import normalize_verdict
 
     runtime = _runtime(path)
     episode = _episode(runtime, base64.b64decode(final), 0, runtime.tasks[task], base64.b64decode(initial))
-    return normalize_verdict(runtime.task_checks(episode, answer)).model_dump(mode="json")
+    return normalize_verdict(runtime.judge.task_checks(episode, answer)).model_dump(mode="json")
 
 
 def describe(path: str) -> dict[str, Any]:

@@ -17,15 +17,17 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import random
+from typing import Any
 
 from mcpworld.core.llm import ChatClient
-from mcpworld.synth import prompts
-from mcpworld.synth.questions import answer_choices, leaks, model_question, template_question, typed_answer
-from mcpworld.synth.results import answer_text, canonical, occurrences
-from mcpworld.synth.taskspec import AnswerCheck, Dropped, SynthTask, audit_problems, report_dropped, with_tasks
-from mcpworld.synth.toolgraph import Link, ToolGraph, build_graph, call_once, fill_args
-from mcpworld.synth.walks import Chain, replays, walk
+from mcpworld.synth.chat import parse_json
+from mcpworld.synth.tasks.questions import answer_choices, leaks, model_question, template_question, typed_answer
+from mcpworld.synth.tasks.results import answer_text, canonical, occurrences
+from mcpworld.synth.tasks.taskspec import AnswerCheck, Dropped, SynthTask, audit_problems, report_dropped, with_tasks
+from mcpworld.synth.tasks.toolgraph import Link, ToolGraph, build_graph, call_once, fill_args
+from mcpworld.synth.tasks.walks import Chain, replays, walk
 from mcpworld.worlds.runtime import WorldRuntime
 from mcpworld.worlds.world import World
 
@@ -132,11 +134,25 @@ async def _make_task(runtime: WorldRuntime, chain: Chain, rng: random.Random, cl
     )
 
 
+def edge_messages(world: World, graph: ToolGraph) -> list[dict[str, Any]]:
+    """The prompt for dependencies between tools that their names alone do not show."""
+    tools = [{"name": n.name, "description": n.description, "parameters": sorted(n.params),
+              "returns": sorted(graph.outputs.get(n.name, set()))[:40]} for n in graph.nodes.values()]
+    user = "\n".join([
+        f"[synth:edges] {world.name}: {world.scenario}", "",
+        json.dumps(tools, ensure_ascii=False, indent=1), "",
+        "List dependencies between these tools: a value one tool returns (field) that another tool takes as a "
+        "parameter (param), where the names alone do not show it. Reply with one ```json block: "
+        '[{"from": tool, "field": output field, "to": tool, "param": parameter}]',
+    ])
+    return [{"role": "system", "content": "You analyse APIs."}, {"role": "user", "content": user}]
+
+
 async def add_model_edges(client: ChatClient, world: World, graph: ToolGraph) -> int:
     """Let a model tag dependencies the names miss; only edges between known tools and params are kept."""
     try:
-        completion = await client.complete(prompts.edge_messages(world, graph))
-        proposed = prompts.parse_json(completion.message.get("content") or "")
+        completion = await client.complete(edge_messages(world, graph))
+        proposed = parse_json(completion.message.get("content") or "")
     except Exception:
         return 0
     added = 0

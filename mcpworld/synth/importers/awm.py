@@ -30,7 +30,7 @@ from sqlmodel import Session
 
 from mcpworld.core.llm import ChatClient, LLMError
 from mcpworld.core.models import Check, ToolCall
-from mcpworld.synth.awm_format import (
+from mcpworld.synth.importers.awm_format import (
     CLOCK,
     AwmFormatError,
     AwmScenario,
@@ -42,9 +42,9 @@ from mcpworld.synth.awm_format import (
     jsonl_records,
     scenario_key,
 )
-from mcpworld.synth.signatures import proxy_tool
-from mcpworld.synth.taskspec import SynthTask, load_tasks, save_tasks
-from mcpworld.synth.worker import Limits, Worker, WorkerError, shared_worker
+from mcpworld.synth.sandbox.signatures import proxy_tool
+from mcpworld.synth.sandbox.worker import Limits, Worker, WorkerError, shared_worker
+from mcpworld.synth.tasks.taskspec import SynthTask, load_tasks, save_tasks
 from mcpworld.worlds.world import Outcome, ToolError, World, world_base
 
 MANIFEST = "scenario.json"
@@ -53,8 +53,8 @@ VERIFIERS_FILE = "verifiers.json"
 REPORT_FILE = "report.json"
 LIMITS = Limits(cpu_s=10, wall_s=20, memory_mb=2048, file_mb=64, open_files=128)
 PRELOAD = ("json", "sqlite3", "sqlalchemy", "sqlalchemy.orm", "pydantic", "fastapi", "fastapi.testclient",
-           "mcpworld.synth.jobs", "mcpworld.synth.awm_worker")
-WORKER = "mcpworld.synth.awm_worker"
+           "mcpworld.synth.sandbox.jobs", "mcpworld.synth.importers.awm_worker")
+WORKER = "mcpworld.synth.importers.awm_worker"
 PACKAGE_INIT = '''"""An AWM scenario imported by `mcpworld synth import-awm` (see scenario.json).
 
 server.py and verifiers.json are AWM's generated code: they run only in contained worker processes,
@@ -63,7 +63,7 @@ never in this interpreter.
 
 from pathlib import Path
 
-from mcpworld.synth.awm import load_package
+from mcpworld.synth.importers.awm import load_package
 
 world = load_package(Path(__file__).parent)
 '''
@@ -180,7 +180,7 @@ def load_package(path: str | Path) -> World:
     def make_call(tool: str) -> Callable[[Session, dict[str, Any]], Any]:
         def call(db: Session, arguments: dict[str, Any]) -> Any:
             from mcpworld.core.tools import to_jsonable
-            from mcpworld.synth.sandboxed import apply_changes
+            from mcpworld.synth.sandbox.packages import apply_changes
 
             out = run_job(path, "call", {"path": str(path.resolve()), "tool": tool,
                                          "arguments": to_jsonable(arguments), "db": _b64(_raw(db).serialize()),
@@ -262,7 +262,7 @@ the user, or null>"}}. Use only the tools above, with arguments taken from the t
 async def propose_reference(client: ChatClient, scenario: str, task: str, tools: list[dict[str, Any]],
                             rows: dict[str, list[dict[str, Any]]]) -> Reference | None:
     """Ask the model for the task's calls; None when its reply is not a usable plan."""
-    from mcpworld.synth.prompts import parse_json
+    from mcpworld.synth.chat import parse_json
 
     listing = "\n".join(f"- {t['name']}: {t['description']} {json.dumps(t['input_schema'].get('properties', {}))}"
                         for t in tools)
@@ -362,7 +362,7 @@ async def import_scenario(scenario: AwmScenario, out_dir: Path, *, references: d
         for tid, why in broken.items():
             _drop(report, tid, why)
         if audit and keep and world is not None:
-            from mcpworld.synth.taskspec import audit_problems
+            from mcpworld.synth.tasks.taskspec import audit_problems
             from mcpworld.worlds.runtime import WorldRuntime
 
             ids = {t.id for t in keep}  # the loaded tasks: with AWM's verifiers attached
@@ -471,7 +471,7 @@ def _repairs(dest: Path, candidates: list[SynthTask], report: ScenarioReport) ->
         except ToolError:  # a verifier that does not run: validation drops its task, with the error
             continue
         if checks and checks[0].passed:
-            if runtime.reference_states(runtime.tasks[task.id])[0].is_empty:
+            if runtime.judge.reference_states(runtime.tasks[task.id])[0].is_empty:
                 continue  # validation drops it: nothing but the verifier could tell a no-op apart
             report.repaired.append({"task": task.id, "reason": "AWM's code verifier passes a no-op (the target "
                                     "already holds in the initial database); the reference's whole-database "

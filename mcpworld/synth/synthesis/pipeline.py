@@ -28,16 +28,17 @@ from pydantic import ValidationError
 
 from mcpworld.core.llm import ChatClient, LLMError
 from mcpworld.core.paths import user_worlds_dir
-from mcpworld.synth import prompts
-from mcpworld.synth.install import InstallError, Registration, install_package, register_record
-from mcpworld.synth.sandboxed import MANIFEST
-from mcpworld.synth.taskspec import parse_task_file
-from mcpworld.synth.worker import JobResult, Limits, Worker, shared_worker
+from mcpworld.synth.chat import extract_block, parse_json, retry_message
+from mcpworld.synth.importers.install import InstallError, Registration, install_package, register_record
+from mcpworld.synth.sandbox.packages import MANIFEST
+from mcpworld.synth.sandbox.worker import JobResult, Limits, Worker, shared_worker
+from mcpworld.synth.synthesis import prompts
+from mcpworld.synth.tasks.taskspec import parse_task_file
 from mcpworld.worlds.validate import NAME_RE
 
 PKG = "synth_world"  # the package's directory inside a worker's scratch directory
-PRELOAD = ("json", "sqlmodel", "mcpworld.worlds.validate", "mcpworld.synth.jobs",
-           "mcpworld.synth.sandboxed", "mcpworld.agent.policies")
+PRELOAD = ("json", "sqlmodel", "mcpworld.worlds.validate", "mcpworld.synth.sandbox.jobs",
+           "mcpworld.synth.sandbox.packages", "mcpworld.agent.policies")
 CHECK_LIMITS = Limits(cpu_s=60, wall_s=120, memory_mb=1536, file_mb=16, open_files=128)  # validate + audit
 log = logging.getLogger("mcpworld.synth")
 TASK_FIELD = re.compile(r"^task (\S+?)(?::|$)")
@@ -51,7 +52,7 @@ through resource-limited workers. The tasks and rules are read from tasks.json, 
 
 from pathlib import Path
 
-from mcpworld.synth.taskspec import load_synthesized
+from mcpworld.synth.tasks.taskspec import load_synthesized
 
 world = load_synthesized(Path(__file__).parent, __name__)
 '''
@@ -59,7 +60,7 @@ TASKS_PY = '''"""The tasks of this synthesized world: data in tasks.json (writte
 
 from pathlib import Path
 
-from mcpworld.synth.taskspec import load_task_file
+from mcpworld.synth.tasks.taskspec import load_task_file
 
 tasks = [t.to_task() for t in load_task_file(Path(__file__).parent / "tasks.json").tasks]
 '''
@@ -149,8 +150,8 @@ class Pipeline:
     def worker(self) -> Worker:
         return shared_worker(self.limits, PRELOAD)
 
-    def _run(self, entry: str, files: dict[str, str], module: str = "jobs", **args: Any) -> Any:
-        result = self.worker.run(f"mcpworld.synth.{module}:{entry}", args, files=files)
+    def _run(self, entry: str, files: dict[str, str], module: str = "mcpworld.synth.sandbox.jobs", **args: Any) -> Any:
+        result = self.worker.run(f"{module}:{entry}", args, files=files)
         if not result.ok:
             raise StageError(_job_error(result))
         return result.value
@@ -170,7 +171,7 @@ class Pipeline:
                     return text, check(text), record
                 except StageError as exc:
                     record.errors.append(str(exc))
-                    messages = [*messages, {"role": "assistant", "content": text}, prompts.retry_message(str(exc))]
+                    messages = [*messages, {"role": "assistant", "content": text}, retry_message(str(exc))]
             raise SynthesisFailed(record, text)
         finally:
             record.seconds = round(time.perf_counter() - began, 3)
@@ -196,7 +197,7 @@ class Pipeline:
 
         def plan_check(text: str) -> dict[str, Any]:
             try:
-                plan = prompts.parse_json(text)
+                plan = parse_json(text)
             except ValueError as exc:
                 raise StageError(f"not JSON: {exc}") from None
             tasks = plan.get("tasks") if isinstance(plan, dict) else None
@@ -213,7 +214,7 @@ class Pipeline:
         for stage, file, entry in (("schema", "models.py", "check_schema"), ("seed", "data.py", "check_seed"),
                                    ("tools", "tools.py", "check_tools")):
             def check(text: str, file: str = file, entry: str = entry) -> Any:
-                code = prompts.extract_block(text)
+                code = extract_block(text)
                 value = self._run(entry, _files({**sources, file: code}), package=PKG)
                 sources[file] = code
                 return value
@@ -234,7 +235,7 @@ class Pipeline:
 
         def verify_check(text: str) -> dict[str, Any]:
             try:
-                spec = parse_task_file(prompts.parse_json(text))
+                spec = parse_task_file(parse_json(text))
             except ValueError as exc:  # not JSON, or not tasks.json (pydantic's ValidationError is a ValueError)
                 detail = _validation_text(exc) if isinstance(exc, ValidationError) else f"not JSON: {exc}"
                 raise StageError(f"tasks.json is not valid: {detail}") from None
@@ -252,7 +253,8 @@ class Pipeline:
             report = self._drop_broken_tasks(sources, meta, exc)
         out.stages.append(record)
         out.dropped, out.drop_reasons = list(meta["dropped"]), dict(meta["drop_reasons"])
-        meta["sandbox"] = self._run("describe", _files(sources, meta), module="sandboxed", path=PKG)
+        meta["sandbox"] = self._run("describe", _files(sources, meta), module="mcpworld.synth.sandbox.packages",
+                                    path=PKG)
         path = _write(out_dir or Path(tempfile.mkdtemp(prefix="mcpworld-synth-")) / name, sources, meta)
         if install:
             path = install_package(path, name)

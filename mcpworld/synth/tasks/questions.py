@@ -18,8 +18,8 @@ from datetime import date
 from typing import Any
 
 from mcpworld.core.llm import ChatClient
-from mcpworld.synth import prompts
-from mcpworld.synth.names import (
+from mcpworld.synth.chat import clip, parse_json
+from mcpworld.synth.tasks.names import (
     GENERIC_CONTAINERS,
     NOISE_FIELDS,
     aliases,
@@ -28,8 +28,8 @@ from mcpworld.synth.names import (
     snake,
     tool_noun,
 )
-from mcpworld.synth.results import Occurrence, answer_text, occurrences, row_target
-from mcpworld.synth.walks import Chain, Step
+from mcpworld.synth.tasks.results import Occurrence, answer_text, occurrences, row_target
+from mcpworld.synth.tasks.walks import Chain, Step
 from mcpworld.worlds.answers import AnswerPart, Count, DateAnswer, Entities, Number, TimeAnswer
 from mcpworld.worlds.runtime import WorldRuntime
 from mcpworld.worlds.world import World
@@ -217,13 +217,36 @@ def leaks(text: str, secrets: set[str]) -> list[str]:
     return [s for s in secrets if len(s) >= 2 and s in lowered]
 
 
+def question_messages(world: World, draft: Draft, guidance: str | None = None) -> list[dict[str, Any]]:
+    """The prompt for a question that needs exactly the draft's chain and names none of its secrets."""
+    steps = []
+    for i, step in enumerate(draft.chain.steps, 1):
+        how = "" if step.via is None else f" (its {step.via.link.param} is the {step.via.link.field} of " \
+                                          f"{step.via.target} from step {i - 1})"
+        steps.append(f"{i}. {step.tool}({clip(step.args, 200)}){how} -> {clip(step.result)}")
+    hidden = sorted(draft.secrets)
+    user = "\n".join([
+        f"[synth:question] {world.name}: {world.scenario}", "",
+        "A chain of tool calls an agent must make:", *steps, "",
+        f"The answer is the {draft.answer_field} of {draft.answer_target} in the last result: "
+        f"{', '.join(draft.answer_values)}.",
+        *([f"Focus: {guidance}"] if guidance else []), "",
+        "Write the user's question that needs exactly this chain, in natural language. The question may name "
+        "the inputs of step 1 and how rows are singled out, but must NOT contain any of these values: "
+        + json.dumps(hidden, ensure_ascii=False) + ". Also write a rubric: 3-6 short checks a grader applies. "
+        'Reply with one ```json block: {"question": ..., "rubric": [...]}',
+    ])
+    return [{"role": "system", "content": "You write evaluation questions for tool-using agents."},
+            {"role": "user", "content": user}]
+
+
 async def model_question(client: ChatClient, world: World, draft: Draft,
                          guidance: str | None = None) -> tuple[str, list[str]] | None:
     """Ask the model for a natural question + rubric; None when it fails or leaks a hidden value."""
-    messages = prompts.question_messages(world, draft, guidance)
+    messages = question_messages(world, draft, guidance)
     try:
         completion = await client.complete(messages)
-        data = prompts.parse_json(completion.message.get("content") or "")
+        data = parse_json(completion.message.get("content") or "")
         question, rubric = str(data["question"]).strip(), [str(r) for r in data.get("rubric", [])]
     except Exception:
         return None

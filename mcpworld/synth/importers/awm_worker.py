@@ -1,6 +1,6 @@
 """Worker side of imported AWM scenarios: their FastAPI + SQLAlchemy server and verifiers, run contained.
 
-Only a worker imports this module (jobs name it as `mcpworld.synth.awm_worker:<function>`). The zygote
+Only a worker imports this module (jobs name it as `mcpworld.synth.importers.awm_worker:<function>`). The zygote
 warms up once per world: it executes the scenario's generated server module (never its `uvicorn.run`),
 with SQLAlchemy's `create_engine` replaced by one whose connections open whichever database file the
 current job points at. Each job then runs in a forked child:
@@ -29,8 +29,10 @@ import types
 from pathlib import Path
 from typing import Any
 
+from mcpworld.core.schemas import resolve_ref
+
 SERVER_FILE = "server.py"
-CHANGES_TABLE = "_mcpworld_changes"  # the runtime's change log (mcpworld.worlds.runtime.CHANGES_TABLE)
+CHANGES_TABLE = "_mcpworld_changes"  # the runtime's change log (mcpworld.worlds.database.CHANGES_TABLE)
 _state: dict[str, Any] = {}
 
 
@@ -175,7 +177,7 @@ def _tool_specs(app: Any) -> list[dict[str, Any]]:
             body_mode = None
             if body:
                 body = _refs_to_defs(body)
-                target = components.get(body["$ref"].split("/")[-1], {}) if "$ref" in body else body
+                target = resolve_ref(body, components)
                 if target.get("type") == "object" and target.get("properties"):
                     body_mode = "fields"
                     for field, schema in target["properties"].items():
@@ -262,7 +264,7 @@ def _freeze_server_clock(now: str, seed: int) -> None:
     """The world's clock for this call, also where the server module imported `datetime` by name."""
     import datetime as dt
 
-    from mcpworld.synth.jobs import freeze_time
+    from mcpworld.synth.sandbox.jobs import freeze_time
 
     real = {id(dt.datetime): "datetime", id(dt.date): "date"}
     freeze_time(now, seed)
@@ -355,7 +357,7 @@ def verify(code: str, mode: str, initial: str, final: str, answer: str | None, n
     code mode returns {"result": "complete" | "others", "raw": ...}; sql mode returns the function's
     findings (a dict of what its queries saw), which are evidence for the judge.
     """
-    from mcpworld.synth.jobs import freeze_time
+    from mcpworld.synth.sandbox.jobs import freeze_time
 
     first = _plain_copy(base64.b64decode(initial), "initial.db")
     last = _plain_copy(base64.b64decode(final), "final.db")

@@ -13,19 +13,20 @@ the task's `meta` as provenance.
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import re
 from collections import Counter
 from typing import Any
 
 from mcpworld.core.llm import ChatClient
-from mcpworld.synth import prompts
-from mcpworld.synth.graph import honest
-from mcpworld.synth.names import NOISE_FIELDS, looks_like_id, singular, snake, tool_noun
-from mcpworld.synth.results import SELECTOR_FIELDS, answer_text, canonical, occurrences
-from mcpworld.synth.taskspec import AnswerCheck, Dropped, SynthTask
-from mcpworld.synth.toolgraph import build_graph, call_once
-from mcpworld.synth.worker import Limits, shared_worker
+from mcpworld.synth.chat import clip, extract_block, retry_message
+from mcpworld.synth.sandbox.worker import Limits, shared_worker
+from mcpworld.synth.tasks.graph import honest
+from mcpworld.synth.tasks.names import NOISE_FIELDS, looks_like_id, singular, snake, tool_noun
+from mcpworld.synth.tasks.results import SELECTOR_FIELDS, answer_text, canonical, occurrences
+from mcpworld.synth.tasks.taskspec import AnswerCheck, Dropped, SynthTask
+from mcpworld.synth.tasks.toolgraph import build_graph, call_once
 from mcpworld.worlds.answers import AnswerPart, Count, Number
 from mcpworld.worlds.runtime import WorldRuntime
 from mcpworld.worlds.world import World
@@ -56,7 +57,7 @@ TEMPLATE = '''def compute(data):
 
 def run_script(script: str, rows: list[dict[str, Any]]) -> tuple[float | None, str | None]:
     """Run a computation script on `rows` in a limited worker: (its expected value, or None and why)."""
-    result = shared_worker(SCRIPT_LIMITS).run("mcpworld.synth.jobs:run_computation",
+    result = shared_worker(SCRIPT_LIMITS).run("mcpworld.synth.sandbox.jobs:run_computation",
                                               {"script": script, "data": {"rows": rows}})
     if not result.ok:
         return None, f"the script failed: {result.error}"
@@ -128,23 +129,38 @@ def _question(tool: str, args: dict[str, Any], noun: str, cat: str, val: str, nu
            f"{num.replace('_', ' ')}?"  # type: ignore[union-attr]
 
 
+def computation_messages(world: World, spec: dict[str, Any], rows_sample: list[Any]) -> list[dict[str, Any]]:
+    """The prompt for a `compute(data)` script that loops over the rows and returns the expected value."""
+    user = "\n".join([
+        f"[synth:computation] {world.name}: {spec['question']}", "",
+        "Rows (sample): " + clip(rows_sample, 1500),
+        "Computation: " + json.dumps({k: v for k, v in spec.items() if k != 'question'}, default=str), "",
+        "Write a Python function `compute(data)` where data = {\"rows\": [...]} holds every row. It must loop "
+        "over the rows, apply the condition, and return {\"expected\": number}: the value the question asks for "
+        "(a count as an integer, other numbers rounded to 2 decimals). It is run on these rows and on others, and "
+        "must agree with an independent computation on all of them. Reply with one ```python block.",
+    ])
+    return [{"role": "system", "content": "You write exact, small Python computations."},
+            {"role": "user", "content": user}]
+
+
 async def _script(client: ChatClient | None, world: World, spec: dict[str, Any], rows: list[dict[str, Any]],
                   expected: float) -> tuple[str, str]:
     """A script that computes `expected` from the rows (and agrees on a variant of them); model first."""
     template = TEMPLATE.format(description=spec["description"], cat=spec["cat"], val=spec["val"],
                                num=spec["num"] or "", agg=spec["agg"])
     if client is not None:
-        messages = prompts.computation_messages(world, spec, rows[:5])
+        messages = computation_messages(world, spec, rows[:5])
         for _ in range(2):
             try:
                 reply = (await client.complete(messages)).message.get("content") or ""
             except Exception:
                 break
-            script = prompts.extract_block(reply)
+            script = extract_block(reply)
             problem = _script_problem(script, rows, spec)
             if problem is None:
                 return script, "model"
-            messages = [*messages, {"role": "assistant", "content": reply}, prompts.retry_message(problem)]
+            messages = [*messages, {"role": "assistant", "content": reply}, retry_message(problem)]
     problem = _script_problem(template, rows, spec)
     if problem is not None:
         raise ValueError(f"the templated computation failed its own checks: {problem}")

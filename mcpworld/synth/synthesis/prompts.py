@@ -1,20 +1,12 @@
-"""Every prompt synthesis sends to a model, and the parsers for what comes back.
+"""The AWM pipeline's prompts: the world format every stage writes to, and each stage's instruction.
 
-Each conversation's first user message starts with a `[synth:STAGE]` marker so logs (and the replay
-server in tests) can tell stages apart; a retry appends the failed output and the error to the same
-conversation, so the model sees what it wrote and why it broke.
+Each stage's conversation starts with a `[synth:STAGE]` marker (see `synth.chat`); a failed stage is asked
+again in the same conversation (`chat.retry_message`).
 """
 
 from __future__ import annotations
 
-import json
-import re
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from mcpworld.synth.questions import Draft
-    from mcpworld.synth.toolgraph import ToolGraph
-    from mcpworld.worlds.world import World
+from typing import Any
 
 STAGES = ("tasks", "schema", "seed", "tools", "verifiers")
 
@@ -101,98 +93,3 @@ INSTRUCTIONS = {
                  "from the seed data, its short reference answer, and its typed `expect` (answer tasks) or "
                  "`reason` (refusal tasks). Reply with one ```json block.",
 }
-
-
-def retry_message(error: str) -> dict[str, Any]:
-    return {"role": "user", "content": "That output failed when it was executed:\n\n" + error.strip()[:4000]
-            + "\n\nFix it and reply with the complete corrected output, in the same format."}
-
-
-def extract_block(text: str, lang: str = "python") -> str:
-    """The fenced block of a reply (the language-tagged one first); the whole text when there is none."""
-    blocks = re.findall(r"```([a-zA-Z0-9_+-]*)\s*\n(.*?)```", text or "", re.S)
-    for tag, body in blocks:
-        if tag.lower() == lang:
-            return body.strip() + "\n"
-    if blocks:
-        return blocks[0][1].strip() + "\n"
-    return (text or "").strip() + "\n"
-
-
-def parse_json(text: str) -> Any:
-    """JSON from a reply: a ```json block, or the first {...} / [...] span."""
-    body = extract_block(text, "json").strip()
-    try:
-        return json.loads(body)
-    except ValueError:
-        match = re.search(r"(\{.*\}|\[.*\])", text or "", re.S)
-        if match is None:
-            raise
-        return json.loads(match.group(1))
-
-
-# -- graph tasks ---------------------------------------------------------------------------------------
-
-def _clip(value: Any, limit: int = 600) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[:limit] + " ..."
-
-
-def question_messages(world: World, draft: Draft, guidance: str | None = None) -> list[dict[str, Any]]:
-    steps = []
-    for i, step in enumerate(draft.chain.steps, 1):
-        how = "" if step.via is None else f" (its {step.via.link.param} is the {step.via.link.field} of " \
-                                          f"{step.via.target} from step {i - 1})"
-        steps.append(f"{i}. {step.tool}({_clip(step.args, 200)}){how} -> {_clip(step.result)}")
-    hidden = sorted(draft.secrets)
-    user = "\n".join([
-        f"[synth:question] {world.name}: {world.scenario}", "",
-        "A chain of tool calls an agent must make:", *steps, "",
-        f"The answer is the {draft.answer_field} of {draft.answer_target} in the last result: "
-        f"{', '.join(draft.answer_values)}.",
-        *([f"Focus: {guidance}"] if guidance else []), "",
-        "Write the user's question that needs exactly this chain, in natural language. The question may name "
-        "the inputs of step 1 and how rows are singled out, but must NOT contain any of these values: "
-        + json.dumps(hidden, ensure_ascii=False) + ". Also write a rubric: 3-6 short checks a grader applies. "
-        'Reply with one ```json block: {"question": ..., "rubric": [...]}',
-    ])
-    return [{"role": "system", "content": "You write evaluation questions for tool-using agents."},
-            {"role": "user", "content": user}]
-
-
-def edge_messages(world: World, graph: ToolGraph) -> list[dict[str, Any]]:
-    tools = [{"name": n.name, "description": n.description, "parameters": sorted(n.params),
-              "returns": sorted(graph.outputs.get(n.name, set()))[:40]} for n in graph.nodes.values()]
-    user = "\n".join([
-        f"[synth:edges] {world.name}: {world.scenario}", "",
-        json.dumps(tools, ensure_ascii=False, indent=1), "",
-        "List dependencies between these tools: a value one tool returns (field) that another tool takes as a "
-        "parameter (param), where the names alone do not show it. Reply with one ```json block: "
-        '[{"from": tool, "field": output field, "to": tool, "param": parameter}]',
-    ])
-    return [{"role": "system", "content": "You analyse APIs."}, {"role": "user", "content": user}]
-
-
-# -- programmatic tasks --------------------------------------------------------------------------------
-
-def computation_messages(world: World, spec: dict[str, Any], rows_sample: list[Any]) -> list[dict[str, Any]]:
-    user = "\n".join([
-        f"[synth:computation] {world.name}: {spec['question']}", "",
-        "Rows (sample): " + _clip(rows_sample, 1500),
-        "Computation: " + json.dumps({k: v for k, v in spec.items() if k != 'question'}, default=str), "",
-        "Write a Python function `compute(data)` where data = {\"rows\": [...]} holds every row. It must loop "
-        "over the rows, apply the condition, and return {\"expected\": number}: the value the question asks for "
-        "(a count as an integer, other numbers rounded to 2 decimals). It is run on these rows and on others, and "
-        "must agree with an independent computation on all of them. Reply with one ```python block.",
-    ])
-    return [{"role": "system", "content": "You write exact, small Python computations."},
-            {"role": "user", "content": user}]
-
-
-# -- arena -----------------------------------------------------------------------------------------------
-
-def guidance_text(world: str, failures: dict[str, int], weak_tools: list[str]) -> str:
-    top = ", ".join(f"{k} ({v})" for k, v in sorted(failures.items(), key=lambda kv: -kv[1])) or "none"
-    tools = ", ".join(weak_tools) or "any"
-    return (f"The policy is weakest on {world}: failures {top}. Write questions that exercise these tools: {tools}, "
-            "with the same kind of reasoning it got wrong.")

@@ -11,9 +11,9 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from mcpworld.synth.names import looks_like_id, singular, snake, tool_noun
-from mcpworld.synth.results import Occurrence, canonical, empty, occurrences, row_target
-from mcpworld.synth.toolgraph import Link, ToolGraph, error_value, fill_args, suffix_match
+from mcpworld.synth.tasks.names import looks_like_id, singular, snake, tool_noun
+from mcpworld.synth.tasks.results import Occurrence, canonical, empty, occurrences, row_target
+from mcpworld.synth.tasks.toolgraph import Link, ToolGraph, error_value, fill_args, suffix_match
 from mcpworld.worlds.runtime import WorldRuntime
 
 

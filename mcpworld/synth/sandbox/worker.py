@@ -1,7 +1,7 @@
 """Resource-limited worker processes for untrusted code (synthesized worlds, imported tool implementations).
 
 Why a zygote: importing SQLModel takes about a second on a small machine, and a tool call must cost
-milliseconds. So each `Worker` starts one `python -I` process (inside bubblewrap when it works, else
+milliseconds. So each `Worker` starts one `python -I zygote.py` process (inside bubblewrap when it works, else
 `unshare -rn`, else plain) with a scrubbed environment and address-space, file-size and open-file limits;
 it pre-imports the trusted harness, then forks one child per job. The child gets its own CPU limit, its own
 temporary directory as cwd and HOME, and its stdout/stderr captured; the zygote kills it (and its process
@@ -37,6 +37,7 @@ from mcpworld.core import contain
 
 PACKAGE_ROOT = Path(mcpworld.__file__).resolve().parent  # .../mcpworld
 SOURCE_ROOT = PACKAGE_ROOT.parent  # what goes on the worker's sys.path
+ZYGOTE = Path(__file__).resolve().with_name("zygote.py")  # the worker's program: under PACKAGE_ROOT, so visible
 
 
 @dataclass(frozen=True)
@@ -67,201 +68,6 @@ class JobResult:
 
 class WorkerError(RuntimeError):
     """The worker process itself failed (could not start, or broke the protocol)."""
-
-
-# The zygote. It runs as `python -I -c BOOT CONFIG`; everything it imports is trusted mcpworld code.
-BOOT = r'''
-import json, os, resource, select, signal, sys, tempfile, time, traceback, shutil, importlib, ctypes
-cfg = json.loads(sys.argv[1])
-# Orphans a job leaves (double forks, setsid) are re-parented to this zygote, which kills them after the job.
-try:
-    SUBREAPER = ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
-except (OSError, AttributeError):
-    SUBREAPER = False
-
-def my_children():
-    kids = []
-    try:
-        for tid in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{tid}/children") as f:
-                kids += [int(p) for p in f.read().split()]
-    except OSError:
-        me = os.getpid()
-        for entry in os.listdir("/proc"):
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    if int(f.read().rpartition(")")[2].split()[1]) == me:
-                        kids.append(int(entry))
-            except (OSError, ValueError, IndexError):
-                pass
-    return kids
-
-def reap_all():
-    """Kill and reap every process the job left behind (its group, and orphans re-parented to us)."""
-    for _ in range(1000):
-        kids = my_children()
-        if not kids:
-            break
-        for kid in kids:
-            for target in (lambda: os.killpg(kid, signal.SIGKILL), lambda: os.kill(kid, signal.SIGKILL)):
-                try:
-                    target()
-                except OSError:
-                    pass
-        for kid in kids:
-            try:
-                os.waitpid(kid, 0)
-            except ChildProcessError:
-                pass
-    while True:
-        try:
-            if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                break
-        except ChildProcessError:
-            break
-
-for path in reversed(cfg["sys_path"]):
-    sys.path.insert(0, path)
-MB = 1024 * 1024
-for name, value in (("RLIMIT_AS", cfg["memory_mb"] * MB), ("RLIMIT_FSIZE", cfg["file_mb"] * MB),
-                    ("RLIMIT_NOFILE", cfg["open_files"]), ("RLIMIT_CORE", 0)):
-    try:
-        resource.setrlimit(getattr(resource, name), (value, value))
-    except (ValueError, OSError):
-        pass
-for module in cfg["preload"]:
-    importlib.import_module(module)
-for entry, kwargs in cfg.get("warm", []):
-    module, _, func = entry.partition(":")
-    getattr(importlib.import_module(module), func)(**kwargs)
-root = tempfile.mkdtemp(prefix="mcpworld-worker-")
-proto_in = os.fdopen(os.dup(0), "rb")
-proto_out = os.fdopen(os.dup(1), "wb")
-devnull = os.open(os.devnull, os.O_RDWR)
-os.dup2(devnull, 0)
-os.dup2(2, 1)
-
-def child(job, work, w):
-    proto_in.close()
-    proto_out.close()
-    os.setpgid(0, 0)
-    cpu = int(job["cpu_s"])
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    os.chdir(work)
-    os.environ.update({"HOME": work, "TMPDIR": work})
-    log = os.open(os.path.join(work, ".output"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    for rel, text in (job.get("files") or {}).items():
-        path = os.path.join(work, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-    try:
-        module, _, func = job["entry"].partition(":")
-        value = getattr(importlib.import_module(module), func)(**job["args"])
-        out = {"ok": True, "value": value}
-    except BaseException as exc:
-        frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
-        out = {"ok": False, "kind": "error", "error": f"{type(exc).__name__}: {exc}"[:4000],
-               "traceback": "".join(frames)[-4000:]}
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except BaseException:
-            pass
-    try:
-        data = json.dumps(out, default=str).encode()
-    except BaseException as exc:
-        data = json.dumps({"ok": False, "kind": "error", "error": f"result is not JSON: {exc}"}).encode()
-    view = memoryview(data)
-    while view:
-        view = view[os.write(w, view):]
-
-def run(job):
-    work = tempfile.mkdtemp(dir=root)
-    r, w = os.pipe()
-    started = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        try:
-            child(job, work, w)
-        finally:
-            os._exit(0)
-    os.close(w)
-    chunks, reason, size, cap = [], None, 0, int(cfg["result_mb"]) * 1024 * 1024
-    deadline = started + float(job["wall_s"])
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            reason = "timeout"
-            break
-        ready, _, _ = select.select([r], [], [], left)
-        if ready:
-            chunk = os.read(r, 1 << 16)
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > cap:
-                reason, chunks = "too_large", []
-                break
-            chunks.append(chunk)
-    if reason:
-        for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
-            try:
-                target()
-            except OSError:
-                pass
-    try:
-        os.killpg(pid, signal.SIGKILL)  # background children of a finished job do not outlive it
-    except OSError:
-        pass
-    _, status = os.waitpid(pid, 0)
-    os.close(r)
-    reap_all()
-    try:
-        with open(os.path.join(work, ".output"), "rb") as f:
-            f.seek(0, 2)
-            f.seek(max(0, f.tell() - 2000))
-            output = f.read().decode("utf-8", "replace")
-    except OSError:
-        output = ""
-    shutil.rmtree(work, ignore_errors=True)
-    elapsed = time.monotonic() - started
-    if reason == "timeout":
-        out = {"ok": False, "kind": "timeout", "error": f"timed out after {float(job['wall_s']):g}s (wall clock)"}
-    elif reason == "too_large":
-        out = {"ok": False, "kind": "error", "error": f"result too large: the job returned more than "
-               f"{cfg['result_mb']} MB of JSON (Limits.result_mb); return a smaller value or a summary"}
-    elif chunks and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and b"\n" not in b"".join(chunks):
-        # Pass the child's JSON through without parsing it again (results can be large tables).
-        meta = json.dumps({"output": output, "duration_s": round(elapsed, 4)}).encode()
-        return meta[:-1] + b', "job": ' + b"".join(chunks) + b"}"
-    elif chunks:
-        out = {"ok": False, "kind": "killed", "error": "the job died while writing its result"}
-    elif os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        if sig in (signal.SIGXCPU, signal.SIGKILL) and elapsed < float(job["wall_s"]):
-            out = {"ok": False, "kind": "cpu", "error": f"CPU time limit ({job['cpu_s']}s) exceeded"}
-        else:
-            out = {"ok": False, "kind": "killed", "error": f"killed by signal {signal.Signals(sig).name}"}
-    else:
-        code = os.WEXITSTATUS(status)
-        out = {"ok": False, "kind": "killed", "error": f"the job exited with status {code} before returning "
-               "(sys.exit, os._exit, or out of memory)"}
-    return json.dumps({"output": output, "duration_s": round(elapsed, 4), "job": out}, default=str).encode()
-
-proto_out.write(b'{"ready": true}\n')
-proto_out.flush()
-for line in proto_in:
-    if not line.strip():
-        continue
-    reply = run(json.loads(line))
-    proto_out.write(reply + b"\n")
-    proto_out.flush()
-shutil.rmtree(root, ignore_errors=True)
-'''
 
 
 def _bwrap_args(extra: tuple[str, ...] = ()) -> list[str]:
@@ -330,7 +136,7 @@ class Worker:
                   "warm": [[entry, dict(kwargs)] for entry, kwargs in self.warm],
                   "memory_mb": self.limits.memory_mb, "file_mb": self.limits.file_mb,
                   "open_files": self.limits.open_files, "result_mb": self.limits.result_mb}
-        python = [sys.executable, "-I", "-c", BOOT, json.dumps(config)]
+        python = [sys.executable, "-I", str(ZYGOTE), json.dumps(config)]
         if sandbox_kind() == "unshare":
             return ["unshare", "-rn", "--pid", "--fork", "--kill-child", *python]
         return python

@@ -31,14 +31,14 @@ from sqlmodel import Session
 
 from mcpworld.core.llm import ChatClient
 from mcpworld.core.tools import to_jsonable
-from mcpworld.synth.names import is_read_only_name, snake
-from mcpworld.synth.signatures import proxy_tool
-from mcpworld.synth.taskspec import Dropped, SynthTask, load_tasks, save_tasks
-from mcpworld.synth.worker import Limits, shared_worker
+from mcpworld.synth.sandbox.signatures import proxy_tool
+from mcpworld.synth.sandbox.worker import Limits, shared_worker
+from mcpworld.synth.tasks.names import is_read_only_name, snake
+from mcpworld.synth.tasks.taskspec import Dropped, SynthTask, load_tasks, save_tasks
 from mcpworld.worlds.world import World, now, world_base
 
-ENTRY = "mcpworld.synth.jobs:agent_world_call"
-PRELOAD = ("json", "datetime", "re", "random", "uuid", "mcpworld.synth.jobs")
+ENTRY = "mcpworld.synth.sandbox.jobs:agent_world_call"
+PRELOAD = ("json", "datetime", "re", "random", "uuid", "mcpworld.synth.sandbox.jobs")
 DEFAULT_LIMITS = Limits(cpu_s=5, wall_s=10, memory_mb=1024, file_mb=32, open_files=64)
 PACKAGE_INIT = '''"""An Agent-World environment imported by `mcpworld synth import-agent-world` (see environment.json).
 
@@ -47,7 +47,7 @@ Its tools run the environment's own implementations in limited worker processes,
 
 from pathlib import Path
 
-from mcpworld.synth.agent_world import load_package
+from mcpworld.synth.importers.agent_world import load_package
 
 world = load_package(Path(__file__).parent)
 '''
@@ -301,7 +301,7 @@ async def import_environment(checkpoint: str | Path, out_dir: Path, *, n_tasks: 
     Only tasks that validate and that no wrong policy of the audit passes are kept; `Imported.dropped` says
     which were dropped and why.
     """
-    from mcpworld.synth.graph import graph_tasks
+    from mcpworld.synth.tasks.graph import graph_tasks
     from mcpworld.worlds.validate import validate
 
     env = read_environment(checkpoint)

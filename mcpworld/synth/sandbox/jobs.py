@@ -164,7 +164,7 @@ def check_seed(package: str) -> dict[str, Any]:
 
 def value_pool(runtime: Any, episode: Any) -> dict[str, list[Any]]:
     """Values a parameter may take, by name: every column of every seeded row, under its aliases."""
-    from mcpworld.synth.names import aliases
+    from mcpworld.synth.tasks.names import aliases
 
     pool: dict[str, list[Any]] = {}
     for table in runtime.table_names:
@@ -184,7 +184,7 @@ def check_tools(package: str) -> dict[str, Any]:
 
     Business-rule refusals are fine; Python errors (NameError, AttributeError, ...) are reported.
     """
-    from mcpworld.core.schemas import random_value
+    from mcpworld.core.schemas import definitions, random_value
 
     runtime = _runtime(package, with_tools=True)
     if not runtime.tools:
@@ -201,7 +201,7 @@ def check_tools(package: str) -> dict[str, Any]:
         args = {}
         for param in schema.get("required", []):
             options = pool.get(param)
-            args[param] = options[0] if options else random_value(schema["properties"][param], rng, schema.get("$defs"))
+            args[param] = options[0] if options else random_value(schema["properties"][param], rng, definitions(schema))
         result = runtime.call(episode, spec.name, args)
         if result.error and BUG_RE.search(result.error):
             bugs.append(f"{spec.name}({json.dumps(args, default=str)}): {result.error}")
@@ -228,7 +228,7 @@ def validate_package(package: str, audit: bool = True) -> dict[str, Any]:
     task_field = re.compile(r"^task (\S+?)(?::|$)")
     broken = {m.group(1) for p in problems if (m := task_field.match(p.field))}
     if audit and world is not None and world.tasks and all(task_field.match(p.field) for p in problems):
-        from mcpworld.synth.taskspec import audit_problems
+        from mcpworld.synth.tasks.taskspec import audit_problems
         from mcpworld.worlds.runtime import WorldRuntime
 
         ids = [t.id for t in world.tasks if t.id not in broken]

@@ -13,8 +13,9 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcpworld.synth.names import aliases, tool_noun
-from mcpworld.synth.results import empty, occurrences, scalar
+from mcpworld.core.schemas import definitions, resolve_property
+from mcpworld.synth.tasks.names import aliases, tool_noun
+from mcpworld.synth.tasks.results import empty, occurrences, scalar
 from mcpworld.worlds.runtime import WorldRuntime
 
 QUERY_PARAMS = ("q", "query", "search", "keyword", "keywords", "term", "text", "summary_contains")
@@ -183,21 +184,9 @@ def build_graph(runtime: WorldRuntime, rng: random.Random, probes_per_tool: int 
 
 
 def _resolve_props(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    defs = schema.get("$defs", {})
-    out = {}
-    for name, prop in (schema.get("properties") or {}).items():
-        if "$ref" in prop:
-            prop = defs.get(prop["$ref"].split("/")[-1], prop)
-        options = prop.get("anyOf")
-        if options:
-            concrete = [o for o in options if o.get("type") != "null"]
-            if len(concrete) == 1:
-                merged = concrete[0]
-                if "$ref" in merged:
-                    merged = defs.get(merged["$ref"].split("/")[-1], merged)
-                prop = {**merged, **{k: v for k, v in prop.items() if k != "anyOf"}}
-        out[name] = prop
-    return out
+    """Each parameter's schema with its `$ref` followed and an Optional[...] unwrapped (enums, types, items)."""
+    defs = definitions(schema)
+    return {name: resolve_property(prop, defs) for name, prop in (schema.get("properties") or {}).items()}
 
 
 def call_once(runtime: WorldRuntime, tool: str, args: dict[str, Any], seed: int = 0) -> Any:

@@ -32,10 +32,17 @@ from typing import Any
 
 from mcpworld.core.llm import ChatClient, LLMError
 from mcpworld.core.models import ToolCall
-from mcpworld.synth.awm import WORKER, Reference, ScenarioReport, import_scenario, package_worker, write_package
-from mcpworld.synth.awm_format import AwmScenario, build_template_sql, normalize_scenario_name
-from mcpworld.synth.prompts import extract_block, parse_json
-from mcpworld.synth.worker import WorkerError
+from mcpworld.synth.chat import extract_block, parse_json
+from mcpworld.synth.importers.awm import (
+    WORKER,
+    Reference,
+    ScenarioReport,
+    import_scenario,
+    package_worker,
+    write_package,
+)
+from mcpworld.synth.importers.awm_format import AwmScenario, build_template_sql, normalize_scenario_name
+from mcpworld.synth.sandbox.worker import WorkerError
 
 
 class TwinError(RuntimeError):
