@@ -11,13 +11,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import anyio
 import click
 
-from mcpworld.agent.formats import FORMATS
-from mcpworld.agent.loop import EpisodeConfig
-from mcpworld.agent.policies import POLICIES
-
+# The names `run` offers, known without importing the policies and formats (they import the MCP SDK, a second and
+# more: `run --help` must answer at once, issue 35); tests/test_agent.py holds them to POLICIES and FORMATS.
+POLICY_CHOICES = ("oracle", "random", "replay", "openai")
+FORMAT_CHOICES = ("native", "text", "awm")
 LOST_EXIT = 3  # episodes were lost to infrastructure errors: rerun with --resume
 SETUP_EXIT = 4  # episodes not played as the run was set up (no references, no recording, a failing model endpoint)
 
@@ -37,12 +36,12 @@ def default_output(server: str, policy: str) -> Path:
 @click.option("--server", required=True, help="Registered name (airline, io.mcpworld/airline) or an MCP URL.")
 @click.option("--task", "task_ids", multiple=True, help="Task id (repeatable). Default: every task.")
 @click.option("--split", type=click.Choice(["train", "test"]), default=None, help="Only tasks of this split.")
-@click.option("--policy", type=click.Choice(list(POLICIES)), default="oracle",
+@click.option("--policy", type=click.Choice(POLICY_CHOICES), default="oracle",
               show_default=True)
 @click.option("--model", default=None, envvar="MCPWORLD_MODEL", help="Model name for --policy openai.")
 @click.option("--base-url", default=None, envvar="OPENAI_BASE_URL",
               help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (vllm serve). Key: $OPENAI_API_KEY.")
-@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="native", show_default=True,
+@click.option("--format", "fmt", type=click.Choice(FORMAT_CHOICES), default="native", show_default=True,
               help="Tool-call format: native tool_calls, <tool_call> text, or AWM's list_tools/call_tool.")
 @click.option("--temperature", type=float, default=None)
 @click.option("--max-tokens", type=int, default=None,
@@ -88,6 +87,7 @@ def run_command(server: str, task_ids: tuple[str, ...], split: str | None, polic
       mcpworld run --server airline --split test --policy openai --model Qwen/Qwen3-8B \\
           --base-url http://127.0.0.1:8000/v1 -n 4 --concurrency 16 -o qwen.jsonl --resume
     """
+    import anyio
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -98,6 +98,7 @@ def run_command(server: str, task_ids: tuple[str, ...], split: str | None, polic
     )
     from rich.table import Table
 
+    from mcpworld.agent.loop import EpisodeConfig
     from mcpworld.agent.policies import Policy, make_policy
     from mcpworld.agent.runner import RunSpec, list_tasks, run
     from mcpworld.registry.connect import ConnectError

@@ -75,7 +75,7 @@ def main(verbose: bool) -> None:
     "worlds": ("mcpworld.worlds.cli:serve_worlds", "Several worlds on one HTTP port."),
     "swe": ("mcpworld.swe.cli:serve_swe", "The SWE sandbox over stdio or HTTP."),
     "world-model": ("mcpworld.worldmodels.cli:serve_world_model_command", "SWT or SWR as an MCP server."),
-    "nemo-gym": ("mcpworld.registry.nemo_gym:serve_nemo_gym", "Worlds as a NeMo Gym resources server (NeMo RL)."),
+    "nemo-gym": ("mcpworld.registry.cli:serve_nemo_gym", "Worlds as a NeMo Gym resources server (NeMo RL)."),
 })
 def serve_group() -> None:
     """Serve worlds, the SWE sandbox or a world model (stdio or HTTP)."""

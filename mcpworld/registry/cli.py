@@ -267,3 +267,70 @@ def registry_serve(port: int, host: str, allow_hosts: tuple[str, ...], db: str |
     app = create_app(store, secret, host=host, allow_hosts=allow_hosts, cors_origins=list(cors_origins) or None,
                      anonymous=anonymous or None)
     uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+# `mcpworld serve nemo-gym`: here, so that its --help imports nothing of the server (registry/nemo_gym.py)
+@click.command("nemo-gym")
+@click.option("--port", type=int, default=8000, show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Interface to bind. Beyond localhost, Host/Origin are checked and the registry token is needed.")
+@click.option("--only", multiple=True, help="Serve only these worlds (repeatable). Default: every installed world.")
+@click.option("--name", default="mcpworld", show_default=True,
+              help="The server's name in your NeMo Gym config; the session cookie is MCPWorldResourcesServer___NAME.")
+@click.option("--ttl", default=1800.0, show_default=True, help="Seconds an idle episode lives before eviction.")
+@click.option("--max-episodes", default=4096, show_default=True, help="Cap on live episodes per world.")
+@click.option("--write-dataset", "dataset", type=click.Path(dir_okay=False), default=None,
+              help="Write one NeMo Gym dataset row per task (JSONL) to this file (- for stdout) and exit.")
+@click.option("--split", type=click.Choice(["train", "test"]), default=None, help="With --write-dataset: one split.")
+def serve_nemo_gym(port: int, host: str, only: tuple[str, ...], name: str, ttl: float, max_episodes: int,
+                   dataset: str | None, split: str | None) -> None:
+    """Serve worlds as a NeMo Gym resources server (what NeMo RL trains through).
+
+    \b
+    A rollout: POST /seed_session with the dataset row (it names the world and task, and
+    sets the session cookie), POST /<tool> with a tool's arguments, POST /verify with the row
+    plus the rollout's Responses API `response`: the reply has `reward` (1 passed, 0 failed,
+    -1 for an unknown tool or malformed arguments: docs/training.md, "Rewards").
+
+    \b
+    Examples:
+      mcpworld serve nemo-gym --only airline --write-dataset data/airline.jsonl
+      mcpworld serve nemo-gym --only airline --port 8000
+      curl -c jar -b jar -X POST localhost:8000/seed_session \\
+           -d '{"verifier_metadata": {"world": "airline", "task": "cancel-within-24h"}}'
+      curl -c jar -b jar -X POST localhost:8000/get_reservation -d '{"reservation_id": "ZFA04Y"}'
+    See docs/training.md, "NeMo Gym", for the NeMo Gym config that points at it.
+    """
+    from pathlib import Path
+
+    from mcpworld.core.serving import serve
+    from mcpworld.registry.nemo_gym import GymWorlds, cookie_name, nemo_gym_app
+    from mcpworld.worlds.episodes import EpisodeLimits
+    from mcpworld.worlds.host import build_servers
+    from mcpworld.worlds.loader import WorldLoadError, discover
+
+    names = list(only) or [r.name for r in discover()]
+    try:
+        servers = build_servers(names, EpisodeLimits(ttl, max_episodes), skip_broken=not only)
+    except WorldLoadError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not servers:
+        raise click.ClickException("no world to serve: install one, or check the names given to --only")
+    gym = GymWorlds(servers, name)
+    if gym.shadowed:
+        click.echo(f"warning: tools {', '.join(gym.shadowed)} share a name with a route of this server and cannot "
+                   "be called here; rename them in their worlds", err=True)
+    if dataset is not None:
+        rows = list(gym.dataset_rows(split))
+        text = "".join(json.dumps(r) + "\n" for r in rows)
+        if dataset == "-":
+            click.echo(text, nl=False)
+            return
+        Path(dataset).parent.mkdir(parents=True, exist_ok=True)
+        Path(dataset).write_text(text)
+        click.echo(f"wrote {len(rows)} row(s) for {', '.join(s.runtime.world.name for s in servers)} to {dataset}",
+                   err=True)
+        return
+    click.echo(f"NeMo Gym resources server for {', '.join(s.runtime.world.name for s in servers)} at "
+               f"http://{host}:{port} (cookie {cookie_name(name)})", err=True)
+    serve(lambda: nemo_gym_app(servers, host, name=name), host, port)

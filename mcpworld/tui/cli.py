@@ -6,8 +6,6 @@ from pathlib import Path
 
 import click
 
-from mcpworld.registry.connect import registry_url
-
 
 @click.command("tui")
 @click.option("--registry", default=None, metavar="URL",
@@ -23,6 +21,8 @@ def tui_command(registry: str | None, open_file: Path | None) -> None:
       mcpworld tui --open trajectories.jsonl
     Press F1 (or ?) in the app for its keys.
     """
+    from mcpworld.registry.connect import registry_url  # here, not above: `tui --help` answers at once
+
     try:
         from mcpworld.tui.app import MCPWorldApp
     except ImportError as exc:  # textual is an optional dependency

@@ -7,8 +7,7 @@ import sys
 
 import click
 
-from mcpworld.worlds.episodes import EpisodeLimits
-from mcpworld.worlds.loader import WorldLoadError, discover, load_world, resolve
+# Nothing of the worlds is imported here: `mcpworld world --help` answers without the SDK or SQLModel (issue 35).
 
 episode_options = [
     click.option("--ttl", default=1800.0, show_default=True, help="Seconds an idle episode lives before eviction."),
@@ -39,6 +38,8 @@ def world_list(as_json: bool) -> None:
       mcpworld world list
       mcpworld world list --json | jq '.[].name'
     """
+    from mcpworld.worlds.loader import WorldLoadError, discover, load_world
+
     rows = []
     for ref in discover():
         try:
@@ -76,7 +77,7 @@ def world_validate(paths: tuple[str, ...]) -> None:
       mcpworld world validate mcpworld/worlds/catalog/airline
       mcpworld world validate airline shop     # installed world names work too
     """
-    from mcpworld.worlds.loader import resolve
+    from mcpworld.worlds.loader import WorldLoadError, resolve
     from mcpworld.worlds.validate import validate
 
     bad = 0
@@ -132,7 +133,7 @@ def world_audit(paths: tuple[str, ...], task_ids: tuple[str, ...], json_path: st
       mcpworld world audit airline shop --quiet
     """
     from mcpworld.worlds.audit import CHANCE_WARNING, audit
-    from mcpworld.worlds.loader import resolve
+    from mcpworld.worlds.loader import WorldLoadError, load_world, resolve
     from mcpworld.worlds.runtime import WorldRuntime
 
     runtimes = []
@@ -233,7 +234,9 @@ def serve_world(name: str, stdio: bool, port: int | None, host: str, ttl: float,
       mcpworld serve world airline --stdio --interactive
       mcpworld serve world ./my_world --port 8765
     """
+    from mcpworld.worlds.episodes import EpisodeLimits
     from mcpworld.worlds.host import build_servers, serve_stdio
+    from mcpworld.worlds.loader import WorldLoadError
 
     if stdio == (port is not None):
         raise click.UsageError("choose exactly one of --stdio or --port")
@@ -266,7 +269,9 @@ def serve_worlds(port: int, host: str, only: tuple[str, ...], workers: int, ttl:
     """
     from mcpworld.core import workers as procs
     from mcpworld.core.serving import serve
+    from mcpworld.worlds.episodes import EpisodeLimits
     from mcpworld.worlds.host import build_servers, world_path, worlds_app
+    from mcpworld.worlds.loader import WorldLoadError, discover, resolve
 
     names = list(only) or [r.name for r in discover()]
     if workers > 1 and procs.current() is None:  # the supervisor: each worker loads the worlds itself
