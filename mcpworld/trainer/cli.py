@@ -292,6 +292,12 @@ def grpo(world: Path | None, server: str | None, task_ids: tuple[str, ...], mode
         raise click.UsageError("give exactly one of --world or --server")
     if sum(x is not None and x is not False for x in (model_path, gguf, tiny or None)) != 1:
         raise click.UsageError("give exactly one of --model, --gguf or --tiny")
+    from mcpworld.core.extras import MissingExtra, require
+
+    try:
+        require("train", "torch", "transformers", why="`train grpo`")
+    except MissingExtra as exc:
+        raise click.ClickException(str(exc)) from None
     from rich.progress import Progress
 
     from mcpworld.trainer.grpo import GRPOConfig

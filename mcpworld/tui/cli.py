@@ -21,10 +21,12 @@ def tui_command(registry: str | None, open_file: Path | None) -> None:
       mcpworld tui --open trajectories.jsonl
     Press F1 (or ?) in the app for its keys.
     """
+    from mcpworld.core.extras import MissingExtra, require
     from mcpworld.registry.connect import registry_url  # here, not above: `tui --help` answers at once
 
     try:
-        from mcpworld.tui.app import MCPWorldApp
-    except ImportError as exc:  # textual is an optional dependency
-        raise click.ClickException(f"the TUI needs textual: pip install 'mcpworld[tui]' ({exc})") from None
+        require("tui", "textual", why="the TUI")
+    except MissingExtra as exc:
+        raise click.ClickException(str(exc)) from None
+    from mcpworld.tui.app import MCPWorldApp
     MCPWorldApp(registry=registry or registry_url(), open_file=open_file).run()
