@@ -15,6 +15,7 @@ import secrets
 import sqlite3
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from functools import cached_property
 from typing import Any
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import IntegrityError, SAWarning
 from sqlmodel import Session
 
 from mcpworld.core.models import TaskInfo, ToolCall, Verdict
@@ -50,6 +52,14 @@ from mcpworld.worlds.submissions import (
 from mcpworld.worlds.variation import IDENTITY, View, draw_view
 from mcpworld.worlds.verify import VERDICT_MODE, Judge
 from mcpworld.worlds.world import Task, ToolError, World, first_line
+
+
+def quiet_identity_warning() -> None:
+    """A tool that adds a row under a key already held gets SQLAlchemy's identity warning on stderr and then the
+    IntegrityError the agent is told about (`_run`): the warning says nothing more, only to the console. Set
+    when a runtime is made (a filter set at import is lost where warnings are reset between phases, as pytest does)."""
+    warnings.filterwarnings("ignore", message="(?s).*New instance .* conflicts with persistent instance",
+                            category=SAWarning)
 
 MAX_VIEWS = 1024  # cached seeds' views and their templates, per (task, seed)
 
@@ -129,6 +139,7 @@ class WorldRuntime:
     hundreds of worlds installed starts without running any world's seed."""
 
     def __init__(self, world: World):
+        quiet_identity_warning()
         self.world = world
         self.tools: dict[str, ToolSpec] = {}
         for fn in world.tools:
@@ -337,7 +348,12 @@ class WorldRuntime:
         except ToolError as exc:
             db.rollback()
             return CallResult(error=str(exc))
-        except Exception as exc:  # a bug in the tool or a constraint the data broke
+        except IntegrityError as exc:  # a key taken, a required value missing: say which rule, not SQLAlchemy's dump
+            db.rollback()
+            rule = first_line(exc.orig) if exc.orig is not None else first_line(exc)
+            return CallResult(error=f"{name} refused: the write breaks a rule of the data ({rule}); nothing was "
+                                    "changed")
+        except Exception as exc:  # a bug in the tool
             db.rollback()
             return CallResult(error=f"{name} failed: {type(exc).__name__}: {first_line(exc)}")
         except BaseException as exc:  # SystemExit, KeyboardInterrupt...: tool code must not stop the server
