@@ -591,3 +591,33 @@ def _print_dropped_awm(report: Any) -> None:
     for d in report.dropped:
         why = f"wrong policy {d['policy']} passed" if d.get("policy") else d["reason"]
         click.echo(f"     dropped {d['task']}: {_clip(why, 160)}", err=True)
+
+
+@synth_group.command("install-tasks")
+@click.argument("world")
+@click.argument("tasks_file", metavar="TASKS_FILE", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--name", default=None, help="The new world's name (default: WORLD-tasks).")
+@click.option("--only", is_flag=True, help="Only the file's tasks (default: the world's own tasks too).")
+def synth_install_tasks(world: str, tasks_file: Path, name: str | None, only: bool) -> None:
+    """Install a tasks file (from `synth graph-tasks`) as a world every command can use.
+
+    The new world has WORLD's tools and data and the file's tasks; it is checked by `world validate` first,
+    and a running `mcpworld up` serves it within seconds.
+
+    \b
+    Example:
+      mcpworld synth graph-tasks airline -n 20 -o airline-graph.json
+      mcpworld synth install-tasks airline airline-graph.json --name airline-graph
+      mcpworld run --server airline-graph --policy oracle
+    """
+    from mcpworld.synth.importers.install import InstallError
+    from mcpworld.synth.tasks.installed import install_tasks
+    from mcpworld.worlds.loader import WorldLoadError
+
+    name = name or f"{world}-tasks"
+    try:
+        path, count = install_tasks(world, tasks_file, name, only=only)
+    except (ValueError, InstallError, WorldLoadError) as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"installed {name} ({count} tasks on {world}'s tools) at {path}")
+    click.echo(f"next: mcpworld run --server {name} --policy oracle   (a running `mcpworld up` serves it)")
