@@ -168,6 +168,18 @@ def _wait_registered(base: str, name: str, proc: subprocess.Popen, timeout: floa
         time.sleep(0.1)
 
 
+async def _play_a_task_as_a_person(url: str) -> None:
+    """As Claude Code connects: start_task, the one call the task needs, check_task passes."""
+    async with Client(url) as client:
+        assert {"start_task", "check_task"} <= {t.name for t in (await client.list_tools()).tools}
+        started = await client.call_tool("start_task", {"task_id": "cancel-within-24h"})
+        episode = started.structured_content["episode"]
+        cancel = {"reservation_id": "ZFA04Y", "reason": "change_of_plan", "episode": episode}
+        assert not (await client.call_tool("cancel_reservation", cancel)).is_error
+        verdict = (await client.call_tool("check_task", {"episode": episode})).structured_content
+        assert verdict["passed"], verdict
+
+
 def _stop(proc: subprocess.Popen) -> None:
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=30) == 0
@@ -179,14 +191,7 @@ async def test_interactive_up_lets_an_http_client_play_and_restarts_at_once(tmp_
     env = {**os.environ, "MCPWORLD_HOME": str(tmp_path), "MCPWORLD_REGISTRY": f"http://127.0.0.1:{port}"}
     proc = _start_up(env, port, "--interactive")
     try:
-        async with Client(f"http://127.0.0.1:{port}/worlds/airline/mcp") as client:  # as Claude Code connects
-            assert {"start_task", "check_task"} <= {t.name for t in (await client.list_tools()).tools}
-            started = await client.call_tool("start_task", {"task_id": "cancel-within-24h"})
-            episode = started.structured_content["episode"]
-            cancel = {"reservation_id": "ZFA04Y", "reason": "change_of_plan", "episode": episode}
-            assert not (await client.call_tool("cancel_reservation", cancel)).is_error
-            verdict = (await client.call_tool("check_task", {"episode": episode})).structured_content
-            assert verdict["passed"], verdict
+        await _play_a_task_as_a_person(f"http://127.0.0.1:{port}/worlds/airline/mcp")
         with httpx.Client() as keep_alive:  # connections the server closes itself when it stops: TIME_WAIT on its side
             for _ in range(3):
                 assert keep_alive.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
@@ -239,14 +244,7 @@ async def test_after_the_readme_a_person_plays_from_an_exported_http_client_and_
         assert exported.returncode == 0, exported.stderr
         url = json.loads(out.read_text())["mcpServers"]["airline"]["url"]
         assert url == f"http://127.0.0.1:{port}/play/airline/mcp"
-        async with Client(url) as client:  # as Claude Code connects
-            assert {"start_task", "check_task"} <= {t.name for t in (await client.list_tools()).tools}
-            started = await client.call_tool("start_task", {"task_id": "cancel-within-24h"})
-            episode = started.structured_content["episode"]
-            cancel = {"reservation_id": "ZFA04Y", "reason": "change_of_plan", "episode": episode}
-            assert not (await client.call_tool("cancel_reservation", cancel)).is_error
-            verdict = (await client.call_tool("check_task", {"episode": episode})).structured_content
-            assert verdict["passed"], verdict
+        await _play_a_task_as_a_person(url)
         server = next(s["server"] for s in httpx.get(f"http://127.0.0.1:{port}/v0/servers").json()["servers"]
                       if s["server"]["name"] == "io.mcpworld/airline")
         assert [r["url"] for r in server["remotes"]] == [f"http://127.0.0.1:{port}/worlds/airline/mcp"]
