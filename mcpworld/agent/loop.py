@@ -14,6 +14,7 @@ from mcpworld.agent.formats import Action, Format
 from mcpworld.agent.policies import Policy, SetupError
 from mcpworld.agent.step import UnknownTool, run_calls
 from mcpworld.agent.trajectory import CallRecord, Step, Trajectory
+from mcpworld.core.errors import innermost
 from mcpworld.core.llm import LLMError
 from mcpworld.core.models import TaskInfo, ToolCall
 from mcpworld.core.paths import registry_token
@@ -64,8 +65,7 @@ def infra_reason(exc: BaseException) -> str:
     errors, its turn timeout) come back as results or `EpisodeEnd`, never as exceptions. HTTP errors are told
     apart by class name, so httpx, httpcore and the SDK's vendored httpx2 read the same.
     """
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # the transport's task group wraps its error
-        exc = exc.exceptions[0]
+    exc = innermost(exc)  # the transport's task group wraps its error
     kinds = {c.__name__ for c in type(exc).__mro__}
     if isinstance(exc, ConnectionRefusedError) or kinds & {"ConnectError", "ConnectTimeout"}:
         return "server unreachable"  # mcpworld's ConnectError too: the registry or server could not be reached
@@ -83,8 +83,7 @@ def infra_reason(exc: BaseException) -> str:
 def infra_error_text(exc: BaseException) -> str:
     """`reason: Type: message`, the `error` of an infra_error trajectory."""
     reason = infra_reason(exc)
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
+    exc = innermost(exc)
     return f"{reason}: {type(exc).__name__}: {exc}"
 
 

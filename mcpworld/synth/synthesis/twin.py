@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from mcpworld.core.errors import innermost
 from mcpworld.core.llm import ChatClient, LLMError
 from mcpworld.core.models import ToolCall
 from mcpworld.synth.chat import extract_block, parse_json
@@ -123,12 +124,6 @@ async def connect(spec: str) -> AsyncIterator[Any]:
         raise TwinError(f"cannot reach the MCP server {spec!r} ({kind}): {exc}") from None
 
 
-def _leaf(exc: BaseException) -> BaseException:
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
-
-
 async def read_server(spec: str) -> RealServer:
     """Start or reach the server and list its tools: names, descriptions, input schemas."""
     try:
@@ -139,7 +134,7 @@ async def read_server(spec: str) -> RealServer:
     except TwinError:
         raise
     except Exception as exc:  # the server exited, answered garbage, or is not an MCP server (groups included)
-        leaf = _leaf(exc)
+        leaf = innermost(exc)
         raise TwinError(f"cannot list the tools of the MCP server {spec!r}: {type(leaf).__name__}: {leaf}; check "
                         "that the command starts an MCP server on stdio (or that the URL is its MCP endpoint)"
                         ) from None
