@@ -684,13 +684,14 @@ async def test_trajectory_file_steps_through_turns(oracle_file: Path, tmp_path: 
         await focused(pilot, "#path")
         app.focused.value = str(tmp_path / "missing.jsonl")
         await pilot.press("enter")
-        await until(pilot, lambda: "no such file" in plain(page.content), "the missing-file error")
+        await until(pilot, lambda: "does not exist" in plain(page.content), "the missing-file error")
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(app.screen, ServersScreen), "going back")
 
 
 @pytest.mark.anyio
-async def test_rollouts_screen_runs_the_oracle_and_opens_the_result(up: str, tmp_path: Path) -> None:
+async def test_rollouts_screen_runs_the_oracle_and_opens_the_result(up: str, tmp_path: Path,
+                                                                    isolated_home: Path) -> None:
     n = len(await list_tasks("airline", up, "test"))
     app = MCPWorldApp(registry=up, workdir=tmp_path)
     async with app.run_test(size=SIZE) as pilot:
@@ -702,8 +703,10 @@ async def test_rollouts_screen_runs_the_oracle_and_opens_the_result(up: str, tmp
         screen.query_one("#server", Select).value = "airline"
         screen.query_one("#split", Select).value = "test"
         screen.query_one("#samples", Input).value = "2"
-        output = tmp_path / "rollouts-airline-oracle.jsonl"
-        await until(pilot, lambda: screen.query_one("#output", Input).value == str(output), "the default output")
+        box = screen.query_one("#output", Input)
+        await until(pilot, lambda: Path(box.value).name.startswith("airline-oracle-"), "the default output")
+        output = Path(box.value)
+        assert output.parent == isolated_home / "runs"  # under $MCPWORLD_HOME, not the current folder
         await pilot.press("ctrl+r")
         await until(pilot, lambda: screen.running or screen.finished, "the run to start")
         await until(pilot, lambda: screen.finished, "the run to finish", timeout=60)
@@ -897,5 +900,8 @@ def test_snapshot_rollouts_form(up: str, snap_compare) -> None:
         await _servers_ready(pilot)
         await pilot.press("n")
         await until(pilot, lambda: isinstance(app.screen, RolloutsScreen), "the rollouts screen")
+        output = app.screen.query_one("#output", Input)
+        await until(pilot, lambda: output.value, "the default output")
+        output.value = "~/.mcpworld/runs/airline-oracle-20260101-000000.jsonl"  # the home and time differ
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

@@ -31,12 +31,16 @@ class MCPWorldApp(App[None]):
     BINDINGS = [
         Binding("f1", "help", "Help"),
         Binding("question_mark", "help", "Help", show=False),
-        Binding("f2", "next_server", "Next server"),
+        Binding("f2", "next_server", "Next server", show=False),  # in the list's info line and on F1
         Binding("ctrl+q", "quit", "Quit", priority=True, show=False),
     ]
 
     open_servers: reactive[tuple[str, ...]] = reactive(())
     """Names of the servers with a live screen (and connection), in the order they were opened."""
+    last_server: str | None = None
+    """The server shown last: F2 away from a server screen goes back to it."""
+    left_server: str | None = None
+    """The server whose screen was left last, until the list has put its cursor on its row."""
 
     def __init__(self, registry: str | None = None, open_file: str | Path | None = None,
                  workdir: str | Path | None = None):
@@ -68,6 +72,7 @@ class MCPWorldApp(App[None]):
             screen = ServerScreen(target, self.registry, title, server_key=server)
             self.install_screen(screen, self.screen_name(server))
             self.open_servers = (*self.open_servers, server)
+        self.last_server = server
         while isinstance(self.screen, ServerScreen) and self.screen is not screen:
             self.pop_screen()  # one server screen on the stack at a time: switching, not stacking
         if self.screen is not screen:
@@ -89,9 +94,11 @@ class MCPWorldApp(App[None]):
         if not self.open_servers:
             self.notify("No server is open: pick one in the list and press Enter.", severity="warning")
             return
-        current = self.screen.server_key if isinstance(self.screen, ServerScreen) else None
         order = list(self.open_servers)
-        server = order[(order.index(current) + 1) % len(order)] if current in order else order[0]
+        if isinstance(self.screen, ServerScreen) and self.screen.server_key in order:
+            server = order[(order.index(self.screen.server_key) + 1) % len(order)]
+        else:  # from another screen: back to the server shown last, not to the first one opened
+            server = self.last_server if self.last_server in order else order[0]
         screen = self.server_screen(server)
         if screen is not None:
             self.open_server(server, screen.session.target)

@@ -10,8 +10,8 @@ import click
 @click.command("tui")
 @click.option("--registry", default=None, metavar="URL",
               help="Registry base URL (default: $MCPWORLD_REGISTRY or http://127.0.0.1:8765).")
-@click.option("--open", "open_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Open this trajectory file (JSONL) straight away.")
+@click.option("--open", "open_file", type=click.Path(exists=True, path_type=Path), default=None,
+              help="Open this trajectory file (JSONL) straight away; a folder lists its files.")
 def tui_command(registry: str | None, open_file: Path | None) -> None:
     """Browse registered servers, call tools in live episodes, read trajectories, launch rollouts.
 
@@ -19,6 +19,7 @@ def tui_command(registry: str | None, open_file: Path | None) -> None:
     Start the servers first (`mcpworld up`), then:
       mcpworld tui
       mcpworld tui --open trajectories.jsonl
+      mcpworld tui --open ~/.mcpworld/runs
     Press F1 (or ?) in the app for its keys.
     """
     from mcpworld.core.extras import MissingExtra, require

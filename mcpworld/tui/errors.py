@@ -5,6 +5,7 @@ from __future__ import annotations
 from mcp.shared.exceptions import MCPError
 from textual.worker import Worker, WorkerState
 
+from mcpworld.core.errors import innermost
 from mcpworld.registry.connect import ConnectError
 
 
@@ -12,18 +13,12 @@ class UserError(Exception):
     """An error whose message is already written for the person reading it (shown without its type)."""
 
 
-def _leaf(exc: BaseException) -> BaseException:
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
-
-
 def error_text(exc: BaseException) -> str:
     """A one-line message for the UI: never a traceback, and the real cause rather than 'a TaskGroup failed'."""
-    exc = _leaf(exc)
+    exc = innermost(exc)
     text = str(exc).strip()
     if isinstance(exc, ConnectError) and isinstance(exc.__cause__, BaseExceptionGroup):
-        cause = _leaf(exc.__cause__)
+        cause = innermost(exc.__cause__)
         return text.split(": ExceptionGroup")[0] + f": {type(cause).__name__}: {cause}".rstrip(": ")
     if isinstance(exc, MCPError | ConnectError | UserError):
         return text or type(exc).__name__

@@ -13,8 +13,8 @@ SECTIONS: list[tuple[str, str, list[tuple[str, str]]]] = [
     ("Everywhere", "", [
         ("F1  ?", "this page (Esc closes it)"),
         ("Ctrl+Q", "quit (open connections are closed first)"),
-        ("F2", "next open server (several stay open at once)"),
-        ("Esc", "back to the previous screen"),
+        ("F2", "next open server (several stay open at once); from another screen, the one shown last"),
+        ("Esc", "back one level: out of a text box, then to the previous screen"),
     ]),
     ("Servers", "", [
         ("/", "filter: words (name, description, kind, health, tags), or kind:world, health:down, tag:travel"),
@@ -22,13 +22,14 @@ SECTIONS: list[tuple[str, str, list[tuple[str, str]]]] = [
         ("a", "add a server by its MCP URL (saved for next time)"),
         ("x  Del", "delete the highlighted saved server"),
         ("r  F5", "refresh from the registry"),
-        ("t", "trajectories: open a JSONL file"),
+        ("t", "trajectories: open a JSONL file, or a folder of them"),
         ("n", "new rollout with the oracle or random policy"),
     ]),
     ("Server", "Tabs (Alt+digit): 1 Tools · 2 Tasks · 3 Resources · 4 State · 5 Console · 6 Log · 7 History. "
                "A world opens with a free-play episode, so tools and tables work at once; starting a task "
                "replaces it.", [
-        ("Enter", "on a tool: open it in the console; on a task: start it; on a resource: read it"),
+        ("Enter", "on a tool: its arguments in the console, ready to type; on a task: start it; "
+                  "on a resource: read it"),
         ("Ctrl+N", "start the task picked in the console"),
         ("Ctrl+R", "call the picked tool in the live episode"),
         ("Ctrl+T", "arguments: form ⇄ JSON (paste a JSON object anywhere in the console)"),
@@ -36,7 +37,7 @@ SECTIONS: list[tuple[str, str, list[tuple[str, str]]]] = [
         ("Ctrl+G", "verify the episode: verdict, checks, state diff"),
         ("F5", "reload (on the State tab: the episode's tables)"),
         ("Alt+1 … 7", "switch tabs (bare digits never do)"),
-        ("Esc", "leave a text box; otherwise back to the list (the server stays open)"),
+        ("Esc", "leave a text box; then back to the Tools tab; then to the list (the server stays open)"),
         ("Ctrl+W", "close the server: its episode and its connection"),
     ]),
     ("Log", "Every JSON-RPC message as it crossed the wire: → sent, ← received.", [
@@ -50,12 +51,12 @@ SECTIONS: list[tuple[str, str, list[tuple[str, str]]]] = [
         ("c", "copy the call as JSON"),
     ]),
     ("Trajectories", "", [
-        ("o", "type a file path; Enter opens it"),
+        ("o", "type a file or folder path; Enter opens it (a folder lists its files, newest first)"),
         ("↑ ↓", "pick an episode"),
         ("n  p", "next / previous turn (g: the task, G: the outcome)"),
     ]),
     ("Rollouts", "", [
-        ("Ctrl+R", "run every task × samples, written to the output file"),
+        ("Ctrl+R", "run every task × samples, written to the output file (under ~/.mcpworld/runs)"),
         ("Ctrl+O", "open the finished run's trajectories"),
     ]),
 ]

@@ -7,7 +7,9 @@ and its watcher show them, and `running` enables and disables the buttons.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 
 from textual import work
@@ -20,6 +22,7 @@ from textual.widgets import Button, Footer, Header, Input, Label, ProgressBar, S
 
 from mcpworld.agent.policies import Policy, make_policy
 from mcpworld.agent.trajectory import Trajectory
+from mcpworld.core.paths import runs_dir
 from mcpworld.tui.errors import ReportsWorkerErrors, error_text
 from mcpworld.tui.registry import ServerEntry
 
@@ -37,7 +40,7 @@ class RolloutsScreen(ReportsWorkerErrors, Screen):
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("ctrl+r", "launch", "Run", priority=True),
-        Binding("ctrl+o", "open_results", "Open trajectories", priority=True),
+        Binding("ctrl+o", "open_results", "Open results", priority=True),
     ]
 
     running: reactive[bool] = reactive(False, init=False)
@@ -56,6 +59,7 @@ class RolloutsScreen(ReportsWorkerErrors, Screen):
         self.servers = servers or []
         self.output_dir = output_dir
         self.output: Path | None = None
+        self.default_output = ""
         self.results: list[Trajectory] = []
 
     def compose(self) -> ComposeResult:
@@ -82,7 +86,8 @@ class RolloutsScreen(ReportsWorkerErrors, Screen):
                 yield Input("4", id="concurrency", type="integer", compact=True)
             with Horizontal(classes="row"):
                 yield Label("output")
-                yield Input("", id="output", placeholder="trajectories file (.jsonl)", compact=True)
+                yield Input("", id="output", placeholder="trajectories file (.jsonl), under ~/.mcpworld/runs",
+                            compact=True)
         with Horizontal(id="buttons"):
             yield Button("Run", id="run", variant="primary", compact=True)
             yield Button("Open trajectories", id="open-results", compact=True, disabled=True)
@@ -97,14 +102,23 @@ class RolloutsScreen(ReportsWorkerErrors, Screen):
         self._default_output()
 
     def _default_output(self) -> None:
+        """A new file named for the world, the policy and the time, in `output_dir` ($MCPWORLD_HOME/runs by
+        default, where `mcpworld run` writes too), never the current folder."""
         server = self.query_one("#server", Select).value
         policy = self.query_one("#policy", Select).value
-        name = f"rollouts-{server if isinstance(server, str) else 'run'}-{policy}.jsonl"
-        path = (self.output_dir / name) if self.output_dir else Path(name)
-        self.query_one("#output", Input).value = str(path)
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", server if isinstance(server, str) else "run").strip("-") or "run"
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+        folder = self.output_dir or runs_dir()
+        self.default_output = str(folder / f"{slug}-{policy}-{stamp}.jsonl")
+        self.query_one("#output", Input).value = self.default_output
 
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id in ("server", "policy") and not self.running:
+            self._default_output()
+
+    def _new_default_output(self) -> None:
+        """After a run, the next one gets a file of its own (unless the person typed a path)."""
+        if self.query_one("#output", Input).value == self.default_output:
             self._default_output()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
@@ -137,6 +151,11 @@ class RolloutsScreen(ReportsWorkerErrors, Screen):
             self.notify("Give an output file.", severity="error")
             return
         output = Path(output_text).expanduser()
+        try:
+            output.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            self.notify(f"Cannot write {output}: {exc.strerror or exc}", severity="error")
+            return
         if output.exists():
             self.notify(f"{output.name} exists: new episodes are appended to it.", severity="warning")
         split = self.query_one("#split", Select).value
@@ -166,6 +185,7 @@ class RolloutsScreen(ReportsWorkerErrors, Screen):
         finally:
             self.running = False
         self.finished = True
+        self._new_default_output()
         self.query_one("#summary", Static).update(
             "  ".join(f"{k}: {v}" for k, v in summary.rows()) + f"\n→ {output}   (Ctrl+O opens it)")
         self.notify(f"Rollout finished: {summary.episodes} episodes, {summary.success_rate:.0%} passed.")

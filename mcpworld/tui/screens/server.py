@@ -44,15 +44,16 @@ FOCUS = {"tools": "#tools-list", "tasks": "#tasks-table", "resources": "#resourc
 class ServerScreen(ReportsWorkerErrors, Screen):
     """Tabs over one live connection; the console and the state browser share its episode."""
 
+    # The footer shows what a person needs at 80 columns (with the Log tab's own keys); F1 lists every key.
     BINDINGS = [
         Binding("escape", "back", "Back"),
-        Binding("ctrl+w", "close_server", "Close server"),
         Binding("ctrl+r", "call", "Call", priority=True),
-        Binding("ctrl+n", "start_task", "Start task", priority=True),
+        Binding("ctrl+n", "start_task", "Task", priority=True),
         Binding("ctrl+g", "verify", "Verify", priority=True),
-        Binding("ctrl+t", "toggle_args", "Form/JSON", priority=True),
-        Binding("ctrl+o", "copy_result", "Copy result", priority=True),
-        Binding("f5", "reload", "Reload"),
+        Binding("ctrl+t", "toggle_args", "JSON", priority=True),
+        Binding("ctrl+w", "close_server", "Close server", show=False),
+        Binding("ctrl+o", "copy_result", "Copy result", priority=True, show=False),
+        Binding("f5", "reload", "Reload", show=False),
         # Alt+digit, never a bare digit: a digit typed outside a text box must not switch tabs under you
         *[Binding(f"alt+{i + 1},{ALT_DIGIT_AS_TYPED[i]}", f"tab('{tab}')", tab.title(), show=False)
           for i, tab in enumerate(TABS)],
@@ -71,6 +72,7 @@ class ServerScreen(ReportsWorkerErrors, Screen):
         self.session = ServerSession(target, registry)
         self.server_key = server_key or self.session.label
         self.server_title = title or self.session.label
+        self._focus_set_for: str | None = None  # the tab whose activation action_tab has already focused
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -219,8 +221,8 @@ class ServerScreen(ReportsWorkerErrors, Screen):
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option_list.id == "tools-list" and event.option.id:
-            self.query_one(ToolConsole).select_tool(event.option.id)
             self.action_tab("console")
+            self.query_one(ToolConsole).open_tool(event.option.id)  # focus lands in its first argument
         elif event.option_list.id == "resources-list" and event.option.id:
             self.read_resource(event.option.id)
 
@@ -246,7 +248,9 @@ class ServerScreen(ReportsWorkerErrors, Screen):
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if event.pane.id == "state":
             self.query_one(StateBrowser).reload()
-        if event.pane.id in FOCUS:
+        if self._focus_set_for == event.pane.id:  # action_tab already put the focus (it may have moved on since)
+            self._focus_set_for = None
+        elif event.pane.id in FOCUS:  # a tab clicked with the mouse
             self.query_one(FOCUS[event.pane.id]).focus()
 
     @work(group="resource", exclusive=True, exit_on_error=False)
@@ -270,6 +274,7 @@ class ServerScreen(ReportsWorkerErrors, Screen):
         """Show `tab` and focus its main widget (a tab already shown keeps its focus, e.g. the JSON box)."""
         tabs = self.query_one(TabbedContent)
         if tabs.active != tab:
+            self._focus_set_for = tab
             tabs.active = tab
             self.query_one(FOCUS[tab]).focus()
 
@@ -304,11 +309,16 @@ class ServerScreen(ReportsWorkerErrors, Screen):
             self.load()
 
     def action_back(self) -> None:
-        """Esc in a text box leaves the box; Esc elsewhere goes back to the list, the connection kept open."""
+        """Esc goes back one level: out of a text box, then to the Tools tab, then to the list (the connection
+        kept open, the list's cursor on this server). It never shows another server."""
         tabs = self.query_one(TabbedContent)
         if isinstance(self.focused, Input | TextArea) and tabs.active in FOCUS:
             self.query_one(FOCUS[tabs.active]).focus()
             return
+        if tabs.active != "tools":
+            self.action_tab("tools")
+            return
+        self.app.left_server = self.server_key  # type: ignore[attr-defined]  # the list puts its cursor here
         self.dismiss()
 
     async def action_close_server(self) -> None:

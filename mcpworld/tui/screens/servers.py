@@ -39,10 +39,10 @@ class ServersScreen(ReportsWorkerErrors, Screen):
     BINDINGS = [
         Binding("slash", "focus_search", "Search"),
         Binding("r,f5", "refresh", "Refresh"),
-        Binding("a", "add_server", "Add server"),
+        Binding("a", "add_server", "Add"),
         Binding("x,delete", "remove_server", "Delete saved", show=False),
         Binding("t", "trajectories", "Trajectories"),
-        Binding("n", "rollouts", "New rollout"),
+        Binding("n", "rollouts", "Rollout"),
         Binding("q", "app.quit", "Quit"),
         Binding("down", "focus_table", "Table", show=False),
         Binding("escape", "focus_table", "Table", show=False),
@@ -75,6 +75,13 @@ class ServersScreen(ReportsWorkerErrors, Screen):
         table.focus()
         self.watch(self.app, "open_servers", lambda _: self._draw(), init=False)
         self.action_refresh()
+
+    def on_screen_resume(self) -> None:
+        """Back from a server: the cursor is on that server's row, so Enter (like F2) opens it again."""
+        left, self.app.left_server = getattr(self.app, "left_server", None), None  # type: ignore[attr-defined]
+        row = next((i for i, e in enumerate(self.shown) if e.name == left), None)
+        if row is not None:
+            self.query_one("#servers", DataTable).move_cursor(row=row)
 
     # -- data --------------------------------------------------------------------------------------------
 
@@ -209,7 +216,7 @@ class ServersScreen(ReportsWorkerErrors, Screen):
         from mcpworld.tui.screens.rollouts import RolloutsScreen
 
         worlds = [e for e in self.entries if e.kind == "world"]
-        self.app.push_screen(RolloutsScreen(self.registry, worlds, getattr(self.app, "workdir", None)))
+        self.app.push_screen(RolloutsScreen(self.registry, worlds))  # written under $MCPWORLD_HOME/runs
 
 
 class AddServerScreen(ModalScreen[bool]):

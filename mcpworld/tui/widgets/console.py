@@ -87,6 +87,7 @@ class ToolConsole(ReportsWorkerErrors, Vertical):
         self.last_result: types.CallToolResult | None = None
         self.last_verdict: Verdict | None = None
         self.last_json: tuple[str, Any] | None = None  # (what it is, the JSON) of what the pane shows
+        self.focus_pending: str | None = None  # a tool opened with Enter: its first argument gets the focus
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="bar", id="task-bar"):
@@ -124,6 +125,25 @@ class ToolConsole(ReportsWorkerErrors, Vertical):
     def select_tool(self, name: str) -> None:
         if name in self.tools:
             self.query_one("#tool-select", Select).value = name
+
+    def open_tool(self, name: str) -> None:
+        """Pick `name` and put the focus where its arguments are typed (once its form is built)."""
+        if name not in self.tools:
+            return
+        self.focus_pending = name
+        self.select_tool(name)
+        if self.form_tool == name and self.query(SchemaForm):  # already built: no Changed, no rebuild
+            self.focus_arguments()
+
+    def focus_arguments(self) -> None:
+        """Focus the first argument (the JSON box in JSON mode; Call for a tool without arguments)."""
+        self.focus_pending = None
+        if self.mode == "json":
+            self.query_one(JsonArgs).focus()
+            return
+        forms = self.query(SchemaForm)
+        fields = forms.first().query("Input, Select") if forms else None
+        (fields.first() if fields else self.query_one("#call", Button)).focus()
 
     def sync_episode(self) -> None:
         """Take the session's episode into the reactive state (the watcher redraws the line)."""
@@ -176,6 +196,8 @@ class ToolConsole(ReportsWorkerErrors, Vertical):
         if tool is not None:
             await box.mount(SchemaForm(tool.input_schema))
         self.form_tool = name
+        if self.focus_pending == name:
+            self.focus_arguments()
 
     def arguments(self) -> dict[str, Any]:
         """The arguments from the form or the JSON box; raises FormError with what is wrong."""

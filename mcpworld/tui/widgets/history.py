@@ -21,7 +21,7 @@ from mcpworld.tui.store import CallRecord
 
 
 class CallHistory(Horizontal):
-    """Calls on the left (time, tool, ok, ms); the highlighted call's arguments and result on the right."""
+    """Calls on the left (time, ok, ms, tool); the highlighted call's arguments and result on the right."""
 
     BINDINGS = [
         Binding("c", "copy_call", "Copy call"),
@@ -43,7 +43,10 @@ class CallHistory(Horizontal):
             yield Static("No calls yet: calls made in the console appear here.", id="history-json", markup=False)
 
     def on_mount(self) -> None:
-        self.query_one("#history-table", DataTable).add_columns("time", "tool", "ok", "ms")
+        table = self.query_one("#history-table", DataTable)
+        # fixed widths for the outcome and latency, the tool last: a long name is what the table's edge cuts
+        for label, width in (("time", 8), ("ok", 3), ("ms", 5), ("tool", None)):
+            table.add_column(label, key=label, width=width)
 
     def set_records(self, records: list[CallRecord]) -> None:
         """The earlier calls read from disk, before any made in this run."""
@@ -62,7 +65,7 @@ class CallHistory(Horizontal):
         for record in self.newest_first:
             ok = Text("ok", "green") if record.ok else Text("err", "red")
             when = datetime.fromtimestamp(record.at).strftime("%H:%M:%S")
-            table.add_row(when, record.tool[:20], ok, f"{record.latency_ms:.0f}")
+            table.add_row(when, ok, f"{record.latency_ms:.0f}", record.tool[:32])
         self._show(self.selected())
 
     def selected(self) -> CallRecord | None:

@@ -22,6 +22,8 @@ from mcpworld.tui.render import dumps
 from mcpworld.tui.rpclog import RpcEntry, RpcLog
 
 ARROW = {"sent": "→", "received": "←"}
+STATUS_WIDTH = 3  # "…", "ok", "err"
+MS_WIDTH = 5  # up to 99999 ms
 
 
 def status_of(entry: RpcEntry) -> Text:
@@ -35,9 +37,9 @@ class RpcLogView(Vertical):
 
     BINDINGS = [
         Binding("slash", "focus_search", "Search"),
-        Binding("c", "copy_entry", "Copy entry"),
-        Binding("C", "copy_all", "Copy shown"),
-        Binding("ctrl+s", "save", "Save log"),
+        Binding("c", "copy_entry", "Copy"),
+        Binding("C", "copy_all", "Copy shown", show=False),  # the footer fits 80 columns; F1 lists these
+        Binding("ctrl+s", "save", "Save log", show=False),
     ]
 
     query_text: reactive[str] = reactive("", init=False)
@@ -60,8 +62,11 @@ class RpcLogView(Vertical):
 
     def on_mount(self) -> None:
         table = self.query_one("#log-table", DataTable)
-        for label, key in (("#", "seq"), ("", "dir"), ("method", "method"), ("ms", "ms"), ("", "status")):
-            table.add_column(label, key=key)
+        # fixed widths for what fills in later (a row is added before its response: "…", then "err", "1234"),
+        # and the method last, so a long one is what the table's edge cuts, never the outcome
+        for label, key, width in (("#", "seq", None), ("", "dir", 1), ("", "status", STATUS_WIDTH),
+                                  ("ms", "ms", MS_WIDTH), ("method", "method", None)):
+            table.add_column(label, key=key, width=width)
         self.rpc_log.listeners.append(self._on_entry)
         self.watch_query_text()
 
@@ -87,7 +92,7 @@ class RpcLogView(Vertical):
         table = self.query_one("#log-table", DataTable)
         method = entry.method.removeprefix("io.mcpworld/")
         ms = "" if entry.latency_ms is None else f"{entry.latency_ms:.0f}"
-        table.add_row(str(entry.seq), ARROW[entry.direction], method[:24], ms, status_of(entry), key=str(entry.seq))
+        table.add_row(str(entry.seq), ARROW[entry.direction], status_of(entry), ms, method[:32], key=str(entry.seq))
         if table.row_count == 1:
             self._show(entry)
 
