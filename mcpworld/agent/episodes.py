@@ -5,10 +5,19 @@ The connection is `open_episodes`' (a pooled sessionless client over HTTP, else 
 task of this client's own: the SDK ties a connection to the task that entered it and cancels that task when the
 transport dies, so no worker's task ever holds it. A request in flight on an SDK connection that dies ends at
 once with `ConnectionError` (an infrastructure error to the runner), and the next `control()` reconnects.
+
+A record with several HTTP remotes (replicas: `mcpworld up --ray`, or URLs listed by hand) gets one connection per
+replica, and successive `control()` calls (one per episode) go round-robin over them, so a run spreads over every
+replica with no configuration. An episode stays on the replica that started it (its id names its holder: no
+router). The record is read from the registry again every `REFRESH_S`, and at once when no replica can be
+reached, so replicas that join are used and replicas the health checks drop (or a dead one that comes back at a
+new address) are left; an episode lost on a dead replica is the caller's infrastructure error, and its retry goes
+to the next replica.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -18,11 +27,13 @@ from mcp.shared.exceptions import MCPError
 
 from mcpworld.core.models import TaskInfo
 from mcpworld.core.protocol import EpisodeControl
-from mcpworld.registry.connect import open_episodes
+from mcpworld.registry.connect import ConnectError, fetch_record, open_episodes
 from mcpworld.registry.sessionless import SessionlessClient
 
 T = TypeVar("T")
 _UNSET: Any = object()
+REFRESH_S = 5.0  # how often a client reads a named server's record (its replicas) again
+SUSPECT_S = 3.0  # a replica that could not be reached gets no new episode for this long (while others can)
 
 
 class _Link:
@@ -33,17 +44,21 @@ class _Link:
         self.failure: BaseException | None = None
         self.gone = anyio.Event()
         self.release = anyio.Event()
+        self.suspect_until = -math.inf  # a request could not reach the server: skip it until then if others can
 
     @property
     def dead(self) -> bool:
         """Gone, or let go after its transport ended: no new request may start on it."""
         return self.gone.is_set() or self.release.is_set()
 
-    async def hold(self, target: str | dict[str, Any], options: dict[str, Any], ready: anyio.Event) -> None:
+    async def hold(self, target: str | dict[str, Any], options: dict[str, Any], ready: anyio.Event,
+                   replica: bool = False) -> None:
         try:
             async with open_episodes(target, **options) as ctl:
-                self.ctl = ctl if isinstance(ctl.client, SessionlessClient) else \
-                    EpisodeControl(_Guarded(ctl.client, self), ctl.timeout_s)
+                if not isinstance(ctl.client, SessionlessClient):
+                    self.ctl = EpisodeControl(_Guarded(ctl.client, self), ctl.timeout_s)
+                else:  # one replica of several: note when it cannot be reached, so new episodes go elsewhere
+                    self.ctl = EpisodeControl(_Noted(ctl.client, self), ctl.timeout_s) if replica else ctl
                 ready.set()
                 await self.release.wait()
         except Exception as exc:  # could not connect, or the transport died (the SDK's task group raises here)
@@ -51,6 +66,34 @@ class _Link:
         finally:
             self.gone.set()
             ready.set()
+
+
+class _Noted:
+    """A pooled sessionless client that notes on its link when a request cannot reach the server (a replica that
+    died): the pool stays open for the requests of episodes still in flight, and new episodes go elsewhere."""
+
+    def __init__(self, client: SessionlessClient, link: _Link):
+        self._client, self._link = client, link
+
+    @property
+    def session(self) -> _Noted:
+        return self
+
+    async def send_request(self, request: Any, result_type: type[T], timeout: float | None = None) -> T:
+        return await self._note(self._client.send_request(request, result_type, timeout))
+
+    async def call_tool(self, *args: Any, **kwargs: Any) -> types.CallToolResult:
+        return await self._note(self._client.call_tool(*args, **kwargs))
+
+    async def list_tools(self) -> types.ListToolsResult:
+        return await self._note(self._client.list_tools())
+
+    async def _note(self, request: Awaitable[T]) -> T:
+        try:
+            return await request
+        except (ConnectError, ConnectionError):
+            self._link.suspect_until = anyio.current_time() + SUSPECT_S
+            raise
 
 
 class _Guarded:
@@ -114,9 +157,12 @@ class EpisodeClient:
 
     def __init__(self, target: str | dict[str, Any], **options: Any):
         self.target, self.options = target, options
-        self._link: _Link | None = None
+        self._links: dict[str, _Link] = {}  # by replica URL ("" for a target that is not split)
         self._lock = anyio.Lock()
         self._tg: Any = None
+        self._record: dict[str, Any] | None = None
+        self._fetched = -math.inf
+        self._turn = 0
 
     async def __aenter__(self) -> EpisodeClient:
         self._tg = anyio.create_task_group()
@@ -124,25 +170,65 @@ class EpisodeClient:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
-        if self._link is not None:
-            self._link.release.set()
+        for link in self._links.values():
+            link.release.set()
         await self._tg.__aexit__(None, None, None)  # the body's own exception, if any, propagates unwrapped
 
+    async def _replicas(self) -> list[tuple[str, str | dict[str, Any]]]:
+        """(key, target) for each replica to spread over: one per HTTP remote of a record with several, else the
+        target itself."""
+        target = self.target
+        if isinstance(target, str) and target.startswith(("http://", "https://")):
+            return [("", target)]
+        if self.options.get("prefer", "http") != "http":
+            return [("", target)]
+        if isinstance(target, str):
+            now = anyio.current_time()
+            if self._record is None or now - self._fetched >= REFRESH_S:
+                try:
+                    fetched = await fetch_record(target, self.options.get("registry"))
+                except Exception:
+                    if self._record is None:
+                        raise
+                    fetched = self._record  # the registry blinked: keep the replicas we know
+                self._record, self._fetched = fetched.get("server", fetched), now
+            record = self._record
+        else:
+            record = target.get("server", target)
+        remotes = [r for r in record.get("remotes") or [] if r.get("type") == "streamable-http"]
+        if len(remotes) <= 1:
+            return [("", record)]
+        return [(r["url"], {**record, "remotes": [r]}) for r in remotes]
+
     async def control(self) -> EpisodeControl:
-        """The shared connection's control, (re)connecting first when it is not open."""
+        """The shared connection's control, (re)connecting first when it is not open; with several replicas, the
+        next one's in turn (one that cannot be reached is skipped)."""
         async with self._lock:
-            link = self._link
-            if link is None or link.dead:
-                if self._tg is None:
-                    raise RuntimeError("EpisodeClient is used outside `async with`")
-                self._link = link = _Link()  # kept before it opens, so that closing this client releases it
-                ready = anyio.Event()
-                self._tg.start_soon(link.hold, self.target, self.options, ready)
-                await ready.wait()
-                if link.ctl is None:
-                    raise link.failure or ConnectionError("the MCP connection closed while opening")
-            assert link.ctl is not None
-            return link.ctl
+            if self._tg is None:
+                raise RuntimeError("EpisodeClient is used outside `async with`")
+            targets = await self._replicas()
+            failure: BaseException | None = None
+            now = anyio.current_time()
+            healthy = [t for t in targets if self._links.get(t[0]) is None or self._links[t[0]].suspect_until < now]
+            if healthy and len(healthy) < len(targets):  # skip the replicas that just failed a request
+                targets = healthy
+            for i in range(len(targets)):
+                key, target = targets[(self._turn + i) % len(targets)]
+                link = self._links.get(key)
+                if link is None or link.dead:
+                    self._links[key] = link = _Link()  # kept before it opens, so that closing this client releases it
+                    ready = anyio.Event()
+                    self._tg.start_soon(link.hold, target, self.options, ready, bool(key))
+                    await ready.wait()
+                    if link.ctl is None:
+                        failure = link.failure or ConnectionError("the MCP connection closed while opening")
+                        continue
+                assert link.ctl is not None
+                self._turn = (self._turn + i + 1) % len(targets)
+                return link.ctl
+            self._fetched = -math.inf  # no replica answered: ask the registry again next time
+            assert failure is not None
+            raise failure
 
     async def tasks(self, split: str | None = None) -> list[TaskInfo]:
         """The server's tasks (instructions only: references stay on the server)."""

@@ -63,6 +63,9 @@ class Stack:
     add_worlds: Callable[[list[str]], list[WorldServer]] | None = None
     play: list[WorldServer] = field(default_factory=list)  # each world for people: /play/<name>/mcp (`play_server`)
     poll_s: float = 2.0  # how often the installed worlds are listed again for new ones
+    # `up --ray`: the worlds are served by Ray actors (`app.cluster.Placement`), registered as the records' replicas;
+    # this process keeps the registry, the SWE sandbox and the world models
+    cluster: Any = None
 
     @property
     def base_url(self) -> str:
@@ -89,9 +92,11 @@ def world_records(stack: Stack) -> list[dict[str, Any]]:
 def world_record(stack: Stack, server: WorldServer) -> dict[str, Any]:
     """The server.json record of one world `stack` serves."""
     w = server.runtime.world
+    remote = stack.cluster is None  # on Ray the remotes are the actors' (replicas), none of this process's
     return local_record(
-        w.name, w.description, "world", title=w.title, version=w.version, url=stack.base_url + world_path(w.name),
-        play_url=stack.base_url + play_path(w.name),
+        w.name, w.description, "world", title=w.title, version=w.version,
+        url=stack.base_url + world_path(w.name) if remote else None,
+        play_url=stack.base_url + play_path(w.name) if remote else None,
         stdio_args=["serve", "world", w.name, "--stdio", *(["--interactive"] if stack.interactive else [])],
         facts={"tags": w.tags, "tools": len(server.runtime.tools), "tasks": len(server.runtime.tasks)})
 
@@ -126,26 +131,69 @@ def build_app(stack: Stack) -> Any:
         stack.records += [m.record(stack.base_url) for m in stack.world_models]
         for record in stack.records if stack.primary else []:
             stack.store.publish(record, replace=True)
+        if stack.cluster is not None:  # the actors serve and are registered before `up` says it is up
+            stack.cluster.records = [(r["name"], r["version"], world_path(s.runtime.world.name))
+                                     for r, s in zip(stack.records, stack.worlds)]
+            await anyio.to_thread.run_sync(stack.cluster.start, stack.store)
         swe = running_swe(stack.swe) if stack.swe is not None else contextlib.nullcontext()
-        async with registry.router.lifespan_context(registry), running(stack.worlds), running(people), swe, \
+        async with registry.router.lifespan_context(registry), running(stack.worlds if local else []), \
+                running(people), swe, \
                 running_world_models(stack.world_models), contextlib.AsyncExitStack() as added, \
                 anyio.create_task_group() as tg:
             if stack.primary:
                 tg.start_soon(_health_loop, stack)
             if stack.add_worlds is not None:
                 tg.start_soon(_serve_new_worlds, stack, app, added)
-            yield
-            tg.cancel_scope.cancel()
+            if stack.cluster is not None:
+                tg.start_soon(stack.cluster.keep, stack.store)
+            try:
+                yield
+            finally:
+                tg.cancel_scope.cancel()
+                if stack.cluster is not None:
+                    with anyio.CancelScope(shield=True):
+                        await anyio.to_thread.run_sync(stack.cluster.stop, stack.store)
 
-    routes = world_routes(stack.worlds, stack.host, exposure)
-    people = [s for s in stack.play if s not in stack.worlds]  # --interactive: the world endpoints are the play ones
-    routes += [world_mount(s, exposure, "/play") for s in stack.play]
+    local = stack.cluster is None  # on Ray the actors serve the worlds
+    routes = world_routes(stack.worlds if local else [], stack.host, exposure)
+    people = [s for s in stack.play if s not in stack.worlds] if local else []  # --interactive: the same endpoints
+    routes += [world_mount(s, exposure, "/play") for s in stack.play] if local else []
+    if stack.cluster is not None:
+        routes += cluster_routes(stack)
     if stack.swe is not None:
         routes += swe_routes(stack.swe, stack.host, exposure)
     for model in stack.world_models:
         routes += model.routes(stack.host, exposure)
     app = endpoint_app(routes, lambda: {"servers": stack.store.count()}, lifespan, exposure, fallback=registry)
     return app
+
+
+def cluster_routes(stack: Stack) -> list[Any]:
+    """`up --ray`'s replicas: GET /cluster/replicas lists them; POST {"replicas": N} (registry token) scales to N
+    while runs play (new actors are registered; leaving ones drain first)."""
+    import secrets
+
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def replicas(request: Request) -> JSONResponse:
+        if request.method == "POST":
+            given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+            if not secrets.compare_digest(given.encode(), stack.token.encode()):
+                return JSONResponse({"error": "scaling needs 'Authorization: Bearer <registry token>'",
+                                     "status": 401}, status_code=401)
+            try:
+                wanted = int((await request.json())["replicas"])
+                if not 1 <= wanted <= 4096:
+                    raise ValueError(wanted)
+            except (ValueError, KeyError, TypeError):
+                return JSONResponse({"error": 'send {"replicas": N} with N from 1 to 4096', "status": 400},
+                                    status_code=400)
+            await anyio.to_thread.run_sync(stack.cluster.scale, stack.store, wanted)
+        return JSONResponse({"replicas": stack.cluster.status()})
+
+    return [Route("/cluster/replicas", replicas, methods=["GET", "POST"])]
 
 
 async def _serve_new_worlds(stack: Stack, app: DirectEndpoints, added: contextlib.AsyncExitStack) -> None:
@@ -242,6 +290,11 @@ def banner(stack: Stack, token_is_new: bool) -> str:
              f"  registry   {base}/v0/servers  (API docs {base}/docs, MCP {base}/registry/mcp)",
              f"  worlds     {base}/worlds/<name>/mcp  ({len(names)}: {', '.join(names) or 'none'})",
              f"  play       {base}/play/<name>/mcp  (for people: start_task, play, check_task)"]
+    if stack.cluster is not None:
+        slots = [s for s in stack.cluster.slots if s.url]
+        lines[2:4] = [f"  worlds     on {len(slots)} Ray replica(s), each at <replica>/worlds/<name>/mcp "
+                      f"({len(names)}: {', '.join(names) or 'none'}); the registry lists them as remotes",
+                      *(f"             {s.url}  ({s.node})" for s in slots)]
     if stack.swe is not None:
         lines.append(f"  swe        {base}{SWE_PATH}")
     for model in stack.world_models:

@@ -31,9 +31,18 @@ from mcpworld.registry.cli import allow_host_option
               help="OpenAI-compatible endpoint(s) of an SWT model (comma-separated): serve the SWT world model.")
 @click.option("--swr-url", envvar="MCPWORLD_SWR_URL", default=None,
               help="Endpoint(s) of an SWR model: serve the SWR world model (virtual test runner).")
+@click.option("--ray", "ray_address", default=None, is_flag=False, flag_value="auto", metavar="[ADDRESS]",
+              help="Serve the worlds from Ray actors spread over a cluster's nodes, each registered as a replica of "
+                   "every world's record (this process keeps the registry). ADDRESS: a Ray address (default 'auto': "
+                   "the cluster this machine is in), or 'local' for a one-node Ray here. Needs the ray extra.")
+@click.option("--replicas", default=2, show_default=True, type=click.IntRange(1, 4096),
+              help="With --ray: how many actors serve the worlds (each serves every world).")
+@click.option("--replica-cpus", default=1.0, show_default=True, type=click.FloatRange(0.01),
+              help="With --ray: CPUs each actor declares (Ray places no more actors on a node than its CPUs allow).")
 def up_command(port: int, host: str, allow_hosts: tuple[str, ...], db: str | None, token: str | None,
                only: tuple[str, ...], health_interval: float, max_episodes: int, interactive: bool, workers: int,
-               no_swe: bool, swt_url: str | None, swr_url: str | None) -> None:
+               no_swe: bool, swt_url: str | None, swr_url: str | None, ray_address: str | None, replicas: int,
+               replica_cpus: float) -> None:
     """Start everything: the registry, every installed world over HTTP, registered and health-checked.
 
     One port serves it all: /v0 (registry REST), /registry/mcp (registry as an MCP server),
@@ -45,6 +54,7 @@ def up_command(port: int, host: str, allow_hosts: tuple[str, ...], db: str | Non
       mcpworld up
       mcpworld registry list          # in another terminal
       mcpworld up --host 0.0.0.0 --allow-host envhost   # a cluster: clients set MCPWORLD_REGISTRY_TOKEN
+      mcpworld up --ray --replicas 8 --host 0.0.0.0 --allow-host head   # worlds on a Ray cluster (docs/scaling.md)
     """
     from mcpworld.app.up import (
         AlreadyRunning,
@@ -64,6 +74,19 @@ def up_command(port: int, host: str, allow_hosts: tuple[str, ...], db: str | Non
 
     secret, is_new = registry_token(token)
     names = list(only) or [r.name for r in discover()]
+    cluster = None
+    if ray_address is not None:
+        from mcpworld.app.cluster import Placement, import_ray
+
+        if workers > 1:
+            raise click.UsageError("--ray and --workers: with --ray the actors serve the worlds; scale with --replicas")
+        try:
+            import_ray()
+        except RuntimeError as exc:
+            raise click.ClickException(str(exc)) from None
+        cluster = Placement(ray_address, names, secret, replicas=replicas, num_cpus=replica_cpus,
+                            interactive=interactive, max_episodes=max_episodes,
+                            poll_s=max(0.5, min(5.0, health_interval)))
     from mcpworld.swe.server import build_swe_server
     from mcpworld.swe.shell import BackendUnavailable
     from mcpworld.worldmodels.servers import WorldModelConfig, world_model_servers
@@ -82,11 +105,12 @@ def up_command(port: int, host: str, allow_hosts: tuple[str, ...], db: str | Non
 
     stack = Stack(host=host, port=port, store=RegistryStore(db), token=secret,
                   worlds=build_servers(names, limits, interactive=interactive, skip_broken=not only, token=secret),
-                  add_worlds=None if only else add_worlds,  # --only: exactly those; else new ones join
+                  add_worlds=None if only or cluster else add_worlds,  # --only: exactly those; else new ones join
                   health_interval_s=health_interval, swe=swe,
                   world_models=world_model_servers(WorldModelConfig.from_env(swt_url=swt_url, swr_url=swr_url)),
                   allow_hosts=allow_hosts, interactive=interactive,
-                  primary=worker is None or worker.index == 0)  # one process publishes and health-checks
+                  primary=worker is None or worker.index == 0,  # one process publishes and health-checks
+                  cluster=cluster)
     stack.play = [stack.play_server(s) for s in stack.worlds]
     if worker is not None:  # one of `--workers N`: the supervisor holds the lock and printed the banner
         serve(lambda: build_app(stack), host, port, workers)
@@ -102,6 +126,12 @@ def up_command(port: int, host: str, allow_hosts: tuple[str, ...], db: str | Non
             acquire(stack)
         except AlreadyRunning as exc:
             raise click.ClickException(str(exc)) from None
+        if cluster is not None:
+            try:
+                cluster.connect()
+            except Exception as exc:
+                release()
+                raise click.ClickException(f"cannot join the Ray cluster at {ray_address}: {exc}") from None
         try:
             serve(lambda: build_app(stack), host, port, workers, on_ready=ready)
         finally:

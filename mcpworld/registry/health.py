@@ -39,6 +39,10 @@ async def check_all(store: RegistryStore, names: list[str] | None = None, timeou
                     concurrency: int = 16, token: str | None = None) -> list[dict[str, Any]]:
     """Check every active latest record (or `names`) concurrently and store the results.
 
+    A record with replicas (`RegistryStore.add_replica`) has each of them checked on its own: one that fails is
+    marked down and leaves the record's remotes, one that answers again comes back; the record is up while any
+    replica is.
+
     `token`: the registry token, for mcpworld's own servers bound beyond loopback (default MCPWORLD_REGISTRY_TOKEN).
     """
     records, cursor = [], None
@@ -49,10 +53,38 @@ async def check_all(store: RegistryStore, names: list[str] | None = None, timeou
             break
     results: list[dict[str, Any]] = []
     limiter = anyio.CapacityLimiter(concurrency)
+    replicas: dict[str, list[dict[str, Any]]] = {}
+    for rep in store.replicas([r["name"] for r in records]) if records else []:
+        replicas.setdefault(rep["name"], []).append(rep)
+
+    async def probe(record: dict[str, Any]) -> dict[str, Any]:
+        async with limiter:
+            return await check_record(record, timeout, token)
 
     async def one(record: dict[str, Any]) -> None:
-        async with limiter:
-            result = await check_record(record, timeout, token)
+        reps = [r for r in replicas.get(record["name"], []) if r["version"] == record.get("version")]
+        if not reps:
+            result = await probe(record)
+        else:  # each replica alone; the published remotes too
+            published = [r for r in record.get("remotes") or []
+                         if r.get("url") not in {rep["url"] for rep in replicas.get(record["name"], [])}]
+            seen: list[dict[str, Any]] = []
+
+            async def replica(rep: dict[str, Any]) -> None:
+                outcome = await probe({**record, "remotes": [{"type": "streamable-http", "url": rep["url"]}]})
+                store.replica_health(record["name"], rep["url"], outcome["status"], outcome["error"])
+                seen.append(outcome)
+
+            async def remote(url: dict[str, Any]) -> None:
+                seen.append(await probe({**record, "remotes": [url]}))
+
+            async with anyio.create_task_group() as group:
+                for rep in reps:
+                    group.start_soon(replica, rep)
+                for url in published:
+                    group.start_soon(remote, url)
+            up = [r for r in seen if r["status"] == "up"]
+            result = min(up, key=lambda r: r["latency_ms"]) if up else seen[0]
         store.record_health(result["name"], result["status"], result["latency_ms"], result["error"], result["tools"])
         results.append(result)
 
