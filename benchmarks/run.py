@@ -1,6 +1,8 @@
 """Run the benchmarks: `python -m benchmarks.run [--quick] [--only fork,calls,rss,verify,registry,agent,swe,...]`.
 
-Sections: fork, calls, rss, verify, registry, agent, swe, serving, scale (many imported worlds).
+Sections: fork, calls, rss, verify, registry, agent, swe, serving, scale (many imported worlds), awm (1,000 AWM
+worlds on one machine: import, start-up, memory, cold and warm calls, episodes/s).
+Optional, only with --only: cluster (`up --ray` with 1, 2 and 4 actors on a local multi-node Ray cluster).
 
 Prints a table (every figure beside a baseline measured in the same run) and writes benchmarks/results/latest.json.
 """
@@ -16,7 +18,8 @@ from pathlib import Path
 
 from benchmarks.common import Row, print_table
 
-SECTIONS = ["fork", "calls", "rss", "verify", "registry", "agent", "swe", "serving", "scale"]
+SECTIONS = ["fork", "calls", "rss", "verify", "registry", "agent", "swe", "serving", "scale", "awm"]
+OPTIONAL = ["cluster"]  # only when named in --only: `up --ray` on a local Ray cluster (needs the ray extra)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,9 +28,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=",".join(SECTIONS), help="comma-separated sections")
     args = parser.parse_args(argv)
     wanted = [s for s in args.only.split(",") if s]
-    unknown = set(wanted) - set(SECTIONS)
+    unknown = set(wanted) - set(SECTIONS) - set(OPTIONAL)
     if unknown:
-        parser.error(f"unknown section(s): {', '.join(sorted(unknown))}; choose from {', '.join(SECTIONS)}")
+        parser.error(f"unknown section(s): {', '.join(sorted(unknown))}; choose from "
+                     f"{', '.join(SECTIONS + OPTIONAL)}")
     from benchmarks import worlds
 
     rows: list[Row] = []
@@ -62,6 +66,14 @@ def main(argv: list[str] | None = None) -> int:
                 from benchmarks import worlds_scale
 
                 rows += worlds_scale.bench_worlds_scale(args.quick)
+            elif section == "cluster":
+                from benchmarks import cluster
+
+                rows += cluster.bench_cluster(args.quick)
+            elif section == "awm":
+                from benchmarks import awm_scale
+
+                rows += awm_scale.bench_awm_scale(args.quick)
     print_table(rows)
     out = Path(__file__).parent / "results" / "latest.json"
     out.parent.mkdir(exist_ok=True)

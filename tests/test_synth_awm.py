@@ -1,7 +1,7 @@
 """AWM's published format imported as worlds: a hand-built AgentWorldModel-1K folder (tests/data/awm, the seven
 gen_*.jsonl files) imports, serves over MCP with isolated episodes, verifies with both of AWM's verifier modes,
-and every task is audited: the no-op-passing one is caught, a weak verifier is repaired, a broken scenario is
-reported and skipped, and a second run resumes."""
+and every task is audited: a task whose target already holds is dropped with that reason, a broken scenario is
+reported and skipped, and a second run resumes (tests/test_synth_awm_provisional.py: tasks without a reference)."""
 
 from __future__ import annotations
 
@@ -61,18 +61,21 @@ def test_every_published_file_is_read_by_its_normalized_scenario_name() -> None:
     assert scenarios["ghost_gym"].full_code is None and scenarios["ghost_gym"].db_schema is None
 
 
-def test_import_report_says_what_was_kept_dropped_and_repaired_and_why(imported: dict) -> None:
+def test_import_report_says_what_was_kept_provisional_and_dropped_and_why(imported: dict) -> None:
     summary, pet = imported["report"]["summary"], imported["scenarios"]["pet_clinic_1"]
     assert summary["scenarios"] == 4 and summary["imported"] == 2
-    assert pet["ok"] and pet["tools"] == 4 and pet["kept"] == ["task-0", "task-1", "task-3", "task-4", "task-6"]
+    assert pet["ok"] and pet["tools"] == 4 and pet["kept"] == ["task-0", "task-1", "task-3", "task-4"]
     dropped = {d["task"]: d["reason"] for d in pet["dropped"]}
-    # AWM issue #16: the target already holds in the initial database, so a no-op passes AWM's own verifier
-    assert "a no-op episode passes" in dropped["task-2"]
-    assert "no reference solution" in dropped["task-5"]
-    # a verifier that only checks that a row exists for Luna passes a no-op: the reference's footprint guards it
-    assert [r["task"] for r in pet["repaired"]] == ["task-6"]
-    assert summary["dropped_by_reason"] == {"no reference solution": 1, "a no-op passes": 1}
-    assert summary["repaired"] == 1 and summary["kept"] == 7
+    # AWM issue #16: the target already holds in the initial database, so a no-op passes AWM's own verifier;
+    # dropped with that reason, never "repaired" (task-6's verifier only checks that Luna has some appointment)
+    assert "target already holds" in dropped["task-2"] and "target already holds" in dropped["task-6"]
+    # no reference: provisional only if AWM's verifier rejects every reference-free wrong policy; task-5's
+    # verifier accepts any answer naming Milo and Luna, so a crawler's dump of the pets passes it
+    assert "wrong policy crawler passed" in dropped["task-5"] and pet["provisional"] == []
+    assert summary["dropped_by_reason"] == {"the target already holds at the start (AWM issue #16)": 2,
+                                            "wrong policy crawler passed": 1}
+    assert summary["kept"] == 6 and summary["provisional"] == 0
+    assert summary["kept_by_reason"] == {"reference (file) passes AWM's verifier and the audit": 6}
     # sample rows that break the schema or a foreign key are left out of the template, and listed
     assert any("2 values for 3 columns" in s for s in pet["skipped_inserts"])
     assert any("FOREIGN KEY" in s and "Ghost" in s for s in pet["skipped_inserts"])

@@ -23,7 +23,7 @@ def commands() -> list[list[str]]:
 def test_documented_commands_use_real_options() -> None:
     found = commands()
     assert {c[0] for c in found} == {"world", "graph-tasks", "import-agent-world", "arena", "import-awm", "scenarios",
-                                     "twin"}
+                                     "twin", "promote", "install-tasks"}
     for args in found:
         command = synth_group.commands[args[0]]
         known = {opt for p in command.params for opt in getattr(p, "opts", [])}

@@ -69,11 +69,14 @@ def default_output(server: str, policy: str) -> Path:
               help="Seconds before the first retry; doubles each retry (at most 30).")
 @click.option("--registry", default=None,
               help="Registry base URL (default: $MCPWORLD_REGISTRY, else the running `mcpworld up`, else :8765).")
+@click.option("--include-provisional", is_flag=True,
+              help="Also play provisional tasks (imported without a reference: judged by their own verifier).")
 def run_command(server: str, task_ids: tuple[str, ...], split: str | None, policy: str, model: str | None,
                 base_url: str | None, fmt: str, temperature: float | None, max_tokens: int | None,
                 no_tool_check: bool, replay_file: Path | None, samples: int,
                 concurrency: int, max_turns: int, turn_timeout: float, history: int | None, seed: int,
-                output: Path | None, resume: bool, retries: int, retry_backoff: float, registry: str | None) -> None:
+                output: Path | None, resume: bool, retries: int, retry_backoff: float, registry: str | None,
+                include_provisional: bool) -> None:
     """Run episodes and record trajectories (JSONL, one episode per line).
 
     Exits 3 when episodes were lost to infrastructure errors (no reward is given for them); rerun with
@@ -116,7 +119,7 @@ def run_command(server: str, task_ids: tuple[str, ...], split: str | None, polic
         if problem := native_tools_problem(ChatClient(base_url=base_url, model=model)):  # type: ignore[arg-type]
             raise click.ClickException(problem)
     try:
-        tasks = anyio.run(list_tasks, server, registry, split)
+        tasks = anyio.run(list_tasks, server, registry, split, include_provisional)
     except ConnectError as exc:
         raise click.ClickException(str(exc)) from None
     if task_ids:

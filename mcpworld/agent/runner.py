@@ -109,9 +109,12 @@ def summarize(trajectories: list[Trajectory], skipped: int = 0) -> Summary:
     )
 
 
-async def list_tasks(server: str, registry: str | None = None, split: str | None = None) -> list[TaskInfo]:
+async def list_tasks(server: str, registry: str | None = None, split: str | None = None,
+                     include_provisional: bool = False) -> list[TaskInfo]:
+    """The server's tasks; provisional ones (no reference yet, `TaskInfo.provisional`) only when asked."""
     async with EpisodeClient(server, registry=registry) as client:
-        return await client.tasks(split)
+        tasks = await client.tasks(split)
+    return tasks if include_provisional else [t for t in tasks if not t.provisional]
 
 
 async def run(spec: RunSpec, make_policy: Callable[[int], Policy],

@@ -68,3 +68,4 @@ class TaskInfo(BaseModel):
     answer: str | None = None
     rubric: list[str] = Field(default_factory=list)
     seed: int = 0  # the seed whose data the instruction and reference name (worlds rename ids by seed)
+    provisional: bool = False  # judged by its own verifier alone, no reference yet (`run --include-provisional`)

@@ -46,10 +46,12 @@ def train_group() -> None:
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
               help="Directory: trajectories.jsonl (resumable) and groups.jsonl.")
 @click.option("--registry", default=None)
+@click.option("--include-provisional", is_flag=True,
+              help="Also train on provisional tasks (imported without a reference: judged by their own verifier).")
 def rollouts(server: str, split: str, group_size: int, policy: str, model: str | None, base_url: str | None,
              fmt: str, temperature: float, max_tokens: int, no_tool_check: bool, reward: str,
              judge_model: str | None, judge_base_url: str | None, estimator: str, drop_degenerate: bool,
-             concurrency: int, output: Path, registry: str | None) -> None:
+             concurrency: int, output: Path, registry: str | None, include_provisional: bool) -> None:
     """Collect G samples per task, reward them and write them grouped by task with advantages.
 
     Re-running with the same output resumes: finished episodes are kept, the rest are played.
@@ -70,7 +72,7 @@ def rollouts(server: str, split: str, group_size: int, policy: str, model: str |
     if reward == "judge" and not judge_model:
         raise click.UsageError("--reward judge needs --judge-model")
     try:
-        tasks = anyio.run(list_tasks, server, registry, split)
+        tasks = anyio.run(list_tasks, server, registry, split, include_provisional)
     except ConnectError as exc:
         raise click.ClickException(str(exc)) from None
     output.mkdir(parents=True, exist_ok=True)

@@ -204,6 +204,7 @@ def load_package(path: str | Path) -> World:
     tasks = []
     for spec in load_tasks(path / "tasks.json") if (path / "tasks.json").is_file() else []:
         task = spec.to_task()
+        task.provisional = bool(spec.meta.get("provisional"))
         idx = str(spec.meta.get("awm_task_idx"))
         modes = tuple(spec.meta.get("verifiers") or ("code", "sql"))
         if idx in verifiers and any(verifiers[idx].get(m) for m in modes):
@@ -282,7 +283,8 @@ async def propose_reference(client: ChatClient, scenario: str, task: str, tools:
 
 @dataclass
 class ScenarioReport:
-    """What importing one scenario did: its world, the tasks kept, dropped (why) and repaired (why)."""
+    """What importing one scenario did: its world, the tasks kept (with a checked reference), provisional (no
+    reference: judged by AWM's verifier alone), dropped (why), and why each was kept (`kept_reasons`)."""
 
     scenario: str
     name: str
@@ -291,8 +293,10 @@ class ScenarioReport:
     tools: int = 0
     tasks_total: int = 0
     kept: list[str] = field(default_factory=list)
+    provisional: list[str] = field(default_factory=list)
     dropped: list[dict[str, Any]] = field(default_factory=list)
-    repaired: list[dict[str, str]] = field(default_factory=list)
+    kept_reasons: dict[str, str] = field(default_factory=dict)  # task -> why it is kept (audited or provisional)
+    promoted: list[str] = field(default_factory=list)
     skipped_inserts: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     input_hash: str = ""
@@ -300,6 +304,12 @@ class ScenarioReport:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> ScenarioReport:
+        """A saved report, from this version or an older one (fields it no longer has are ignored)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in raw.items() if k in names})
 
 
 def _drop(report: ScenarioReport, task: str, reason: str, policy: str | None = None) -> None:
@@ -313,8 +323,10 @@ async def import_scenario(scenario: AwmScenario, out_dir: Path, *, references: d
 
     A task is kept when it has a reference solution whose calls succeed, AWM's code verifier accepts the
     reference's final state, `mcpworld world validate` passes it (its no-op fails) and no wrong policy of
-    the reward-hacking audit passes it. A task whose AWM verifier alone accepts a no-op but whose reference
-    writes is kept as repaired: the reference's whole-database footprint now rejects the no-op.
+    the reward-hacking audit passes it. A task without a reference is kept *provisional* (judged by AWM's code
+    verifier alone; `awm_provisional`) when that verifier runs on the initial database, fails it, and rejects
+    every reference-free wrong policy. A task whose AWM verifier already passes on the initial database (the
+    target already holds, AWM issue #16) is dropped with that reason.
 
     `keep_tools` ({name, description, input_schema}, e.g. a real MCP server's) replaces what the generated
     server's routes say about the tools of those names: their arguments all travel as the JSON body.
@@ -348,7 +360,8 @@ async def import_scenario(scenario: AwmScenario, out_dir: Path, *, references: d
         report.tools = len(manifest["tools"])
         candidates = await _candidates(scenario, dest, manifest, report, references or {}, client)
         save_tasks(dest / "tasks.json", candidates)
-        _repairs(dest, candidates, report)
+        candidates = _already_holds(dest, candidates, report)
+        save_tasks(dest / "tasks.json", candidates)
         world, problems = validate(dest)
         field_re = re.compile(r"^task (\S+?)(?::|$)")
         broken: dict[str, str] = {}
@@ -361,20 +374,27 @@ async def import_scenario(scenario: AwmScenario, out_dir: Path, *, references: d
         keep = [t for t in candidates if t.id not in broken]
         for tid, why in broken.items():
             _drop(report, tid, why)
-        if audit and keep and world is not None:
+        if keep and world is not None:
+            from mcpworld.synth.importers.awm_provisional import reference_free_problems
             from mcpworld.synth.tasks.taskspec import audit_problems
             from mcpworld.worlds.runtime import WorldRuntime
 
             ids = {t.id for t in keep}  # the loaded tasks: with AWM's verifiers attached
-            audited = audit_problems(WorldRuntime(dataclasses.replace(world, tasks=[
-                t for t in world.tasks if t.id in ids])), sorted(ids))
-            for tid, d in audited.items():
-                _drop(report, tid, d.reason, d.policy)
-            keep = [t for t in keep if t.id not in audited]
-        dropped = {d["task"] for d in report.dropped}
-        report.repaired = [r for r in report.repaired if r["task"] not in dropped]
+            runtime = WorldRuntime(dataclasses.replace(world, tasks=[t for t in world.tasks if t.id in ids]))
+            provisional = sorted(t.id for t in keep if t.meta.get("provisional"))
+            referenced = sorted(ids - set(provisional))
+            # a provisional task is always checked against the reference-free wrong policies: nothing else guards it
+            for tid, (policy, why) in reference_free_problems(runtime, provisional).items():
+                _drop(report, tid, why, policy)
+            if audit and referenced:
+                for tid, d in audit_problems(runtime, referenced).items():
+                    _drop(report, tid, d.reason, d.policy)
+            dropped = {d["task"] for d in report.dropped}
+            keep = [t for t in keep if t.id not in dropped]
         save_tasks(dest / "tasks.json", keep)
-        report.kept = [t.id for t in keep]
+        report.kept = [t.id for t in keep if not t.meta.get("provisional")]
+        report.provisional = [t.id for t in keep if t.meta.get("provisional")]
+        report.kept_reasons = {t.id: _kept_reason(t, audit) for t in keep}
         if not keep:
             raise ValueError(f"no honest task: all {len(scenario.tasks)} were dropped (see `dropped`)")
         report.ok, report.path = True, str(dest)
@@ -408,7 +428,8 @@ def _kept(described: list[dict[str, Any]], real: list[dict[str, Any]]) -> list[d
 
 async def _candidates(scenario: AwmScenario, dest: Path, manifest: dict[str, Any], report: ScenarioReport,
                       references: dict[tuple[str, int], Reference], client: ChatClient | None) -> list[SynthTask]:
-    """One task per AWM task that has a verifier and a reference; the others are dropped here, with why."""
+    """One task per AWM task that has a verifier: with its reference, else provisional (a code verifier alone);
+    the others are dropped here, with why."""
     rows: dict[str, list[dict[str, Any]]] = {}
     if client is not None:
         rows = _sample_rows(dest)
@@ -425,8 +446,14 @@ async def _candidates(scenario: AwmScenario, dest: Path, manifest: dict[str, Any
             ref = await propose_reference(client, scenario.description or scenario.name, instruction,
                                           manifest["tools"], rows)
         if ref is None:
-            _drop(report, tid, "no reference solution (give --references FILE, or --model to have one proposed and "
-                               "checked)")
+            if "code" not in modes:  # SQL mode only reports findings: without a reference nothing would decide
+                _drop(report, tid, "no reference solution and no code verifier (SQL mode only gathers evidence for a "
+                                   "judge): give --references FILE, or --model to have one proposed and checked")
+                continue
+            out.append(SynthTask(id=tid, instruction=instruction, kind="state", source="awm", world=manifest["name"],
+                                 split="test" if idx % 4 == 3 else "train",
+                                 meta={"awm_task_idx": idx, "verifiers": ["code"], "reference": None,
+                                       "provisional": True}))
             continue
         unknown = [c.name for c in ref.calls if c.name not in known]
         if unknown:
@@ -453,48 +480,75 @@ def _sample_rows(dest: Path, per_table: int = 3) -> dict[str, list[dict[str, Any
     return out
 
 
-def _repairs(dest: Path, candidates: list[SynthTask], report: ScenarioReport) -> None:
-    """Tasks whose AWM code verifier passes a no-op (AWM issue #16): kept only if the reference writes."""
-    from mcpworld.worlds.loader import load_world
+def _already_holds(dest: Path, candidates: list[SynthTask], report: ScenarioReport) -> list[SynthTask]:
+    """Drop the tasks whose AWM code verifier already passes on the initial database (AWM issue #16: the target
+    holds before the agent does anything), and the provisional ones whose verifier does not run there."""
+    from mcpworld.synth.importers.awm_provisional import ALREADY_HOLDS
     from mcpworld.worlds.runtime import WorldRuntime
 
-    runtime = WorldRuntime(load_world(dest))
+    runtime = WorldRuntime(load_package(dest))  # not the loader's: it caches the package with its old tasks.json
     verifiers = json.loads((dest / VERIFIERS_FILE).read_text(encoding="utf-8"))
     clock = json.loads((dest / MANIFEST).read_text(encoding="utf-8"))["clock"]
     initial = runtime.template(None).data
+    out = []
     for task in candidates:
         entry = verifiers[str(task.meta["awm_task_idx"])]
-        if not entry.get("code"):
-            continue
-        try:
-            checks = verifier_checks(dest, entry, initial, initial, None, clock, ("code",))
-        except ToolError:  # a verifier that does not run: validation drops its task, with the error
-            continue
-        if checks and checks[0].passed:
-            if runtime.judge.reference_states(runtime.tasks[task.id])[0].is_empty:
-                continue  # validation drops it: nothing but the verifier could tell a no-op apart
-            report.repaired.append({"task": task.id, "reason": "AWM's code verifier passes a no-op (the target "
-                                    "already holds in the initial database); the reference's whole-database "
-                                    "footprint check now rejects it"})
+        if entry.get("code"):
+            try:
+                checks = verifier_checks(dest, entry, initial, initial, None, clock, ("code",))
+            except ToolError as exc:
+                if task.meta.get("provisional"):  # nothing else could judge it
+                    _drop(report, task.id, f"AWM's code verifier does not run on the initial database: {exc}")
+                    continue
+                checks = []  # a referenced task: validation drops it, with the error
+            if checks and checks[0].passed:
+                _drop(report, task.id, ALREADY_HOLDS)
+                continue
+        out.append(task)
+    return out
+
+
+def _kept_reason(task: SynthTask, audited: bool) -> str:
+    if task.meta.get("provisional"):
+        return "provisional: no reference; AWM's code verifier fails the initial database and every reference-free " \
+               "wrong policy"
+    source = task.meta.get("reference") or "file"
+    return f"reference ({source}) passes AWM's verifier" + (" and the audit" if audited else " (not audited)")
 
 
 def summarize(reports: list[ScenarioReport]) -> dict[str, Any]:
-    """Totals for the import report: worlds, tasks kept, dropped by reason, repaired."""
+    """Totals for the import report: worlds; tasks kept, provisional and dropped, each by reason."""
     reasons: dict[str, int] = {}
+    kept: dict[str, int] = {}
+    provisional: dict[str, int] = {}
     for r in reports:
         for d in r.dropped:
             key = f"wrong policy {d['policy']} passed" if d.get("policy") else _reason_kind(d["reason"])
             reasons[key] = reasons.get(key, 0) + 1
+        for tid in r.kept:
+            why = r.kept_reasons.get(tid, "reference passes AWM's verifier")
+            kept[why] = kept.get(why, 0) + 1
+        for tid in r.provisional:
+            why = r.kept_reasons.get(tid, "provisional")
+            provisional[why] = provisional.get(why, 0) + 1
+
+    def ordered(counts: dict[str, int]) -> dict[str, int]:
+        return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
     return {"scenarios": len(reports), "imported": sum(r.ok for r in reports),
             "failed": [f"{r.scenario}: {'; '.join(r.problems)}" for r in reports if not r.ok],
             "resumed": sum(r.resumed for r in reports), "tasks": sum(r.tasks_total for r in reports),
-            "kept": sum(len(r.kept) for r in reports), "dropped": sum(len(r.dropped) for r in reports),
-            "dropped_by_reason": dict(sorted(reasons.items(), key=lambda kv: -kv[1])),
-            "repaired": sum(len(r.repaired) for r in reports)}
+            "kept": sum(len(r.kept) for r in reports), "provisional": sum(len(r.provisional) for r in reports),
+            "dropped": sum(len(r.dropped) for r in reports),
+            "kept_by_reason": ordered(kept), "provisional_by_reason": ordered(provisional),
+            "dropped_by_reason": ordered(reasons)}
 
 
 def _reason_kind(reason: str) -> str:
-    for needle, label in (("no reference", "no reference solution"), ("no verifier", "no verifier"),
+    for needle, label in (("target already holds", "the target already holds at the start (AWM issue #16)"),
+                          ("no code verifier", "no reference, and only a SQL verifier (nothing decides)"),
+                          ("no reference", "no reference solution"), ("no verifier", "no verifier"),
+                          ("does not run on the initial", "AWM's verifier does not run"),
                           ("no-op episode passes", "a no-op passes"), ("reference solution fails", "the reference "
                           "fails AWM's verifier"), ("unknown tools", "reference calls unknown tools"),
                           ("failed:", "a reference call failed")):

@@ -11,6 +11,11 @@ code runs under the same containment and limits as the jobs, and a warm zygote s
 (`shared_worker` keys zygotes by what they warm), so one world's code never sees another's jobs. If a zygote
 dies, the next job starts a new one.
 
+Warm zygotes are pooled (`WorkerPool`, `POOL`): at most `MCPWORLD_WORKER_POOL` (default 32) of them live at once, so
+a server with a thousand imported worlds holds the zygotes of the worlds in use, not one per world. A world's
+zygote starts on its first job (a cold call); when one more would pass the bound, the least recently used idle
+zygote is closed (its world's next job starts it again). A zygote running a job is never closed for another.
+
 Limits (defaults in `Limits`): CPU seconds per job, wall-clock seconds per job, address space (memory) for
 every process, the largest file a job may write, open files. Network: none under bubblewrap or unshare
 (a fresh network namespace); with neither available the environment is scrubbed (no proxies, no keys)
@@ -27,6 +32,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -147,9 +154,14 @@ class Worker:
         if kind == "none" and not contain.allow_uncontained() and os.environ.get("MCPWORLD_SANDBOX") != "none":
             contain.resolve(None, "synthesized code in a worker")  # raises ContainmentUnavailable, saying why
         self.starts += 1
-        self._contained = contain.Contained(
-            self._command(), contain=kind == "bwrap", env=_clean_env(), cwd="/", ro=self.binds, host_root=False,
-            max_procs=self.limits.processes, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        command = self._command()
+        # Started from one long-lived thread: bubblewrap's --die-with-parent follows the *thread* that forked it, so
+        # a zygote started from a pool thread died with that thread (a thousand-world server restarted zygotes
+        # that were still in use, once per finished request thread).
+        self._contained = _SPAWNER.submit(lambda: contain.Contained(
+            command, contain=kind == "bwrap", env=_clean_env(), cwd="/", ro=self.binds, host_root=False,
+            max_procs=self.limits.processes, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE)).result()
         proc = self._contained.proc
         self._proc, self._buffer = proc, bytearray()
         try:
@@ -167,6 +179,8 @@ class Worker:
             self.close()
             raise WorkerError(f"the worker said {ready[:200]!r} instead of ready")
         threading.Thread(target=_drain, args=(proc,), daemon=True).start()
+        if self.warm:  # a world's own zygote: bounded with the others (least recently used closed first)
+            POOL.admit(self)
         return proc
 
     def _readline(self, deadline: float) -> str:
@@ -201,6 +215,8 @@ class Worker:
                "cpu_s": cpu_s or self.limits.cpu_s, "wall_s": wall}
         line = json.dumps(job, default=str).encode() + b"\n"
         with self._lock:
+            if self.warm:
+                POOL.touch(self)
             for attempt in (1, 2):
                 proc = self._proc if self._proc is not None and self._proc.poll() is None else self._start()
                 try:
@@ -229,6 +245,8 @@ class Worker:
         raise AssertionError("unreachable")
 
     def close(self) -> None:
+        if self.warm:
+            POOL.forget(self)
         proc, self._proc = self._proc, None
         contained, self._contained = self._contained, None
         if proc is None:
@@ -256,6 +274,79 @@ def _drain(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
+_SPAWNER = ThreadPoolExecutor(1, thread_name_prefix="mcpworld-zygote-spawner")  # its thread never exits
+POOL_ENV = "MCPWORLD_WORKER_POOL"
+DEFAULT_POOL = 32
+
+
+class WorkerPool:
+    """The live warm zygotes, least recently used first, at most `size` of them (`MCPWORLD_WORKER_POOL`).
+
+    Each warm `Worker` admits itself when its zygote starts and touches the pool on every job; admitting one past
+    the bound closes the least recently used zygotes that are idle (a busy one is skipped, never interrupted).
+    Memory is then about `size` zygotes, whatever the number of worlds installed or served.
+    """
+
+    def __init__(self, size: int | None = None):
+        self._size = size
+        self._live: OrderedDict[int, Worker] = OrderedDict()
+        self._lock = threading.Lock()
+        self.evictions = 0
+
+    @property
+    def size(self) -> int:
+        if self._size is not None:
+            return self._size
+        try:
+            return max(1, int(os.environ.get(POOL_ENV, DEFAULT_POOL)))
+        except ValueError:
+            return DEFAULT_POOL
+
+    def resize(self, size: int | None) -> None:
+        """Set the bound (None: from the environment again); closes idle zygotes over it now."""
+        self._size = size
+        self._evict(None)
+
+    def live(self) -> list[Worker]:
+        with self._lock:
+            return list(self._live.values())
+
+    def admit(self, worker: Worker) -> None:
+        with self._lock:
+            self._live[id(worker)] = worker
+            self._live.move_to_end(id(worker))
+        self._evict(worker)
+
+    def touch(self, worker: Worker) -> None:
+        with self._lock:
+            if id(worker) in self._live:
+                self._live.move_to_end(id(worker))
+            over = len(self._live) > self.size  # left over the bound while the others were busy
+        if over:
+            self._evict(worker)
+
+    def forget(self, worker: Worker) -> None:
+        with self._lock:
+            self._live.pop(id(worker), None)
+
+    def _evict(self, keep: Worker | None) -> None:
+        with self._lock:
+            over = len(self._live) - self.size
+            candidates = [w for w in self._live.values() if w is not keep] if over > 0 else []
+        for victim in candidates:
+            if over <= 0:
+                break
+            if not victim._lock.acquire(blocking=False):  # running a job: left alone
+                continue
+            try:
+                victim.close()
+                self.evictions += 1
+                over -= 1
+            finally:
+                victim._lock.release()
+
+
+POOL = WorkerPool()
 _shared: dict[tuple[Any, ...], Worker] = {}
 _shared_lock = threading.Lock()
 
