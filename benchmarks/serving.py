@@ -35,7 +35,7 @@ def bare_app(runtime: Any) -> Any:
     takes (the ceiling a real transport is measured against). Its answer is the world server's: a tool's value
     as text and as structured content, and at 2026-07-28 the `resultType` and server-identity stamp every
     result of that revision carries, so the two differ in how they serve, not in what they send
-    (tests/test_bench_baseline.py holds them to it)."""
+    (tests/benchmarks/test_serving_baseline.py holds them to it)."""
     from mcp_types import SERVER_INFO_META_KEY
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 

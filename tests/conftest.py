@@ -21,7 +21,7 @@ from mcpworld.core.testing import free_port, mcpworld_cmd, wait_http
 os.environ.setdefault("MCPWORLD_REGISTRY_TOKEN", "test-registry-token")
 
 # Where bubblewrap cannot run, the suite's untrusted commands (SWE bash, workers) run uncontained: the user
-# running the tests opts out explicitly here, and tests/test_containment.py skips saying why.
+# running the tests opts out explicitly here, and tests/core/test_contain.py skips saying why.
 if contain.bwrap_exe() is None:
     os.environ.setdefault(contain.ALLOW_ENV, "1")
 

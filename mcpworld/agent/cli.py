@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 # The names `run` offers, known without importing the policies and formats (they import the MCP SDK, a second and
-# more: `run --help` must answer at once, issue 35); tests/test_agent.py holds them to POLICIES and FORMATS.
+# more: `run --help` must answer at once, issue 35); tests/agent/test_loop.py holds them to POLICIES and FORMATS.
 POLICY_CHOICES = ("oracle", "random", "replay", "openai")
 FORMAT_CHOICES = ("native", "text", "awm")
 LOST_EXIT = 3  # episodes were lost to infrastructure errors: rerun with --resume

@@ -2,7 +2,7 @@
 
 Why: the lean transport (`core/streamable.py`) and the stdio server (`core/serving.py`) answer what the SDK
 answers, and for that they lean on a few names the SDK does not promise to keep. Gathered here, a change in the
-SDK shows up in one place, and `tests/test_sdk_canary.py` fails on it before serving breaks silently; that test
+SDK shows up in one place, and `tests/core/test_sdk.py` fails on it before serving breaks silently; that test
 covers the minor version `pyproject.toml` pins `mcp` to.
 """
 

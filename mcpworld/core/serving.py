@@ -266,7 +266,7 @@ def settle_collector() -> None:
     collector's passes, and run young passes every 50,000 new objects instead of 700.
 
     Why: at 1,024 live episodes the collector took 28% of a world server's CPU (a full pass ~170 ms), while a
-    request and a closed episode leave no reference cycles for it to find (tests/test_serving_collector.py):
+    request and a closed episode leave no reference cycles for it to find (tests/core/test_serving_collector.py):
     each pass only rescanned what was alive. Cycles made elsewhere (an exception's traceback) are still
     collected, by the next young pass."""
     gc.collect()

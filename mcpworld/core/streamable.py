@@ -6,7 +6,7 @@ stream to a per-session dispatcher task and back, and rebuilds Starlette request
 at 256 concurrent clients that queueing made the tail collapse. Here each POST is answered in its own ASGI task:
 body read (bounded), one `json.loads`, the SDK's own kernel (`ServerRunner.on_request`: validation, middleware,
 handlers, result shaping), one `json.dumps`. The hot requests skip parts of that kernel and answer what it
-answers (tests/test_fast_path.py holds them to it): a plain `tools/call` goes to the `WireHooks` the server
+answers (tests/core/test_streamable.py holds them to it): a plain `tools/call` goes to the `WireHooks` the server
 handed in (`call_tool`, in its wire shape), and so do the extension methods listed there (`_wire_request`); its
 other extension methods go to their handlers, validated once (`_fast_request`); and what a client sends the same
 every time (the admission headers, a 2026-07-28 envelope) is decided once.
@@ -88,7 +88,7 @@ SESSION_EVICT_IDLE_S = 60.0  # with the session table full, a session idle this 
 SESSION_HEADER = b"mcp-session-id"
 _ABSENT = object()  # an envelope key the request did not send (its repr equals no JSON value's)
 _PLAIN_CALL = frozenset({"name", "arguments", "_meta"})  # a tools/call with any other params goes through the model
-FAST_HANDSHAKE_VERSION = "2025-11-25"  # tests/test_fast_path.py holds the fast path to the SDK's answers on it
+FAST_HANDSHAKE_VERSION = "2025-11-25"  # tests/core/test_streamable.py holds the fast path to the SDK's answers on it
 _JSON = [(b"content-type", b"application/json")]
 _compact = json.JSONEncoder(separators=(",", ":")).encode  # `json.dumps` with these makes an encoder per call
 _SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-transform")]

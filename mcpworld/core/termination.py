@@ -15,7 +15,7 @@ class Termination(StrEnum):
     """How an episode ended, and what it scores: the one reward table (docs/training.md, "Rewards").
 
     A StrEnum, so trajectories keep the plain strings on disk and `t.termination == "max_turns"` still reads.
-    The bridge, the embedded trainer and rollouts all score through `reward`; `tests/test_trainer_rewards.py`
+    The bridge, the embedded trainer and rollouts all score through `reward`; `tests/trainer/test_rewards.py`
     checks the docs' table against `REWARD_RULES` and every trainer against `reward`.
     """
 

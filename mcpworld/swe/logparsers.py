@@ -3,7 +3,7 @@
 The harness does not normalise test ids: each parser keeps what its framework printed, quirks included (pytest
 summary ids are cut at their first space, `unittest`/Django tests are named by their docstring's first line when
 they have one, Python >= 3.11 prints `test_x (module.Class.test_x)`). Matching those quirks is the point: a
-dataset's FAIL_TO_PASS list was produced by these rules. `tests/test_swe_logparsers.py` runs the official
+dataset's FAIL_TO_PASS list was produced by these rules. `tests/swe/test_logparsers.py` runs the official
 `swebench` parsers beside these on logs of real test runs and asserts identical results.
 
 `PARSERS` maps the harness's parser names (an instance's `log_parser`) to functions; `REPO_PARSERS` is its

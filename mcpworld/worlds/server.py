@@ -392,7 +392,7 @@ class WorldServer:
 
     async def _begin(self, task: str | None, seed: int) -> dict[str, Any]:
         """A fresh episode of `task`: its `StartResult` as the wire carries it (by alias, no None), built without
-        the model on both paths (tests/test_fast_path.py holds them to the SDK's answers)."""
+        the model on both paths (tests/core/test_streamable.py holds them to the SDK's answers)."""
         if not self.runtime.has_template(task):  # a world's first episode: seed it off the event loop
             await anyio.to_thread.run_sync(self._build_template, task)
         try:

@@ -41,7 +41,7 @@ from mcpworld.registry.connect import connect  # noqa: E402
 from mcpworld.trainer.tiny import save_tiny_chat_model  # noqa: E402
 from mcpworld.trainer.verl_loop import INFO_KEYS  # noqa: E402
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "training.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "training.md"
 FMT = TextFormat()
 TASK = "cancel-within-24h"
 GET = ToolCall(name="get_reservation", arguments={"reservation_id": "ZFA04Y"})

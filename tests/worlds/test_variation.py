@@ -131,7 +131,7 @@ def test_a_world_that_does_not_opt_in_keeps_its_data_on_every_seed() -> None:
 
 
 def runtimes_of_test_reference() -> WorldRuntime:
-    from tests.test_reference import RT
+    from tests.worlds.test_reference import RT
 
     return RT
 
@@ -160,7 +160,7 @@ def test_the_audit_reports_what_memorising_seed_zero_earns(runtimes: dict[str, W
 
 
 def test_validate_refuses_a_varying_world_whose_tool_holds_an_id() -> None:
-    """A world that opts in to `vary` is checked on another seed: the prize tool of tests/test_reference.py draws
+    """A world that opts in to `vary` is checked on another seed: the prize tool of tests/worlds/test_reference.py draws
     from ["A1", "A2"] in its code, which a renaming breaks; `validate` says so and what to do."""
     import dataclasses
 

@@ -28,7 +28,7 @@ def test_row_skips_with_the_setup_command_when_the_peer_venv_is_absent(tmp_path:
 def test_peers_cli_names_the_setup_command_and_fails_when_absent(tmp_path: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "MCPWORLD_OPENENV_PYTHON": str(tmp_path / "missing")}
     done = subprocess.run([sys.executable, "-m", "benchmarks.peers", "openenv"], capture_output=True, text=True,
-                          env=env, cwd=Path(__file__).resolve().parents[1], timeout=60)
+                          env=env, cwd=Path(__file__).resolve().parents[2], timeout=60)
     assert done.returncode == 1
     assert OPENENV_SETUP in done.stderr and str(OPENENV_VENV) not in done.stdout
 
@@ -78,7 +78,7 @@ def test_runtime_variant_answers_what_our_world_runtime_answers(tmp_path: Path) 
         episode.close()
     with peer_server(python, "runtime", tmp_path / "unused.json") as s:
         done = subprocess.run([str(python), "-c", PLAY, s["url"]], capture_output=True, text=True, timeout=120,
-                              cwd=Path(__file__).resolve().parents[1])
+                              cwd=Path(__file__).resolve().parents[2])
     assert done.returncode == 0, done.stderr[-2000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["flight"] == expected and out["missing"] == expected_error

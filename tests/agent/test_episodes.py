@@ -156,7 +156,7 @@ def test_a_server_that_never_answers_is_an_infra_error_within_the_timeout(tmp_pa
 
 
 def test_the_docs_example_plays_64_episodes_on_one_client(worlds_url: str) -> None:
-    text = (Path(__file__).resolve().parents[1] / "docs" / "agent.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "agent.md").read_text()
     code = re.search(r"<!-- example: episodes -->\s*```python\n(.*?)```", text, re.S).group(1)  # type: ignore[union-attr]
     code = code.replace("http://127.0.0.1:8765/worlds/airline/mcp", airline(worlds_url))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -20,7 +20,7 @@ from mcp.server.session import ServerSession
 
 from mcpworld.core import sdk
 
-PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
 
 def _mcp_requirement() -> str:

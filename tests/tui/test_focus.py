@@ -1,6 +1,6 @@
 """The TUI keeps focus where the user types and fits small terminals (issue 35, point 4).
 
-Textual pilots against a real `mcpworld up` (the `up` fixture of test_tui.py, started again for this module):
+Textual pilots against a real `mcpworld up` (the `up` fixture of test_app.py, started again for this module):
 Enter on a tool lands in its first argument, Esc goes back one level and never to another server, the footer
 fits 80x24 and 100x30, the log's status column is wide enough, trajectories open from a folder and a bad path is
 explained with the keys still working, and rollouts are written under $MCPWORLD_HOME/runs.
@@ -28,11 +28,11 @@ from mcpworld.tui.screens.servers import ServersScreen  # noqa: E402
 from mcpworld.tui.screens.trajectories import TrajectoriesScreen  # noqa: E402
 from mcpworld.tui.widgets.console import ToolConsole  # noqa: E402
 from mcpworld.tui.widgets.schema_form import SchemaForm  # noqa: E402
-from tests import test_tui  # noqa: E402
-from tests.test_tui import SIZE, focused, open_airline, screen_text, until  # noqa: E402
+from tests.tui import test_app  # noqa: E402
+from tests.tui.test_app import SIZE, focused, open_airline, screen_text, until  # noqa: E402
 
-up = test_tui.up  # the module's `mcpworld up` and oracle trajectories, made again for this module
-oracle_file = test_tui.oracle_file
+up = test_app.up  # the module's `mcpworld up` and oracle trajectories, made again for this module
+oracle_file = test_app.oracle_file
 
 
 async def servers_ready(pilot) -> ServersScreen:

@@ -1,7 +1,7 @@
 """AWM's published format imported as worlds: a hand-built AgentWorldModel-1K folder (tests/data/awm, the seven
 gen_*.jsonl files) imports, serves over MCP with isolated episodes, verifies with both of AWM's verifier modes,
 and every task is audited: a task whose target already holds is dropped with that reason, a broken scenario is
-reported and skipped, and a second run resumes (tests/test_synth_awm_provisional.py: tasks without a reference)."""
+reported and skipped, and a second run resumes (tests/synth/test_awm_provisional.py: tasks without a reference)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from mcpworld.worlds.loader import load_world
 from mcpworld.worlds.runtime import WorldRuntime
 from mcpworld.worlds.server import WorldServer
 
-DATA = Path(__file__).parent / "data" / "awm"
+DATA = Path(__file__).parents[1] / "data" / "awm"
 
 
 def run_cli(*args: str) -> tuple[int, str]:

@@ -51,7 +51,7 @@ FOCUS_BARS = "▊▎▏█▌▐"  # the bar a focused list or table draws at it
 
 @pytest.fixture(scope="module")
 def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`mcpworld up` as a real process (as in test_up.py); yields the registry URL once every world is up."""
+    """`mcpworld up` as a real process (as in tests/app/test_up.py); yields the registry URL once every world is up."""
     home = tmp_path_factory.mktemp("tui-up-home")
     port = free_port()
     env = {**os.environ, "MCPWORLD_HOME": str(home), "MCPWORLD_REGISTRY": f"http://127.0.0.1:{port}"}

@@ -26,7 +26,7 @@ from mcpworld.worlds.server import WorldServer
 TIME_SERVER = shutil.which("mcp-server-time") or str(Path(sys.executable).parent / "mcp-server-time")
 needs_server = pytest.mark.skipif(not Path(TIME_SERVER).exists(), reason="mcp-server-time is not installed "
                                   "(pip install mcp-server-time; it is in the test extra)")
-SERVER_CODE = (Path(__file__).parent / "data" / "twin" / "time_server.py").read_text()
+SERVER_CODE = (Path(__file__).parents[1] / "data" / "twin" / "time_server.py").read_text()
 SCHEMA = {"tables": [{"name": "timezones", "ddl": "CREATE TABLE timezones (name TEXT PRIMARY KEY, "
                                                    "utc_offset_minutes INTEGER NOT NULL, is_dst INTEGER NOT NULL)"}],
           "inserts": ["INSERT INTO timezones VALUES ('UTC', 0, 0);",

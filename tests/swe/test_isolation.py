@@ -176,7 +176,7 @@ async def test_minted_episodes_make_room_but_never_take_an_extension_or_busy_epi
 
 async def test_the_docs_sessionless_example_runs(swe_url: str) -> None:
     """docs/swe.md's two-people example, as a user would run it against a served SWE endpoint."""
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "swe.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "swe.md").read_text()
     match = re.search(r"<!-- example: sessionless -->\s*```python\n(.*?)```", doc, re.S)
     assert match, "docs/swe.md lost its sessionless example"
     namespace: dict[str, Any] = {}

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from mcpworld.synth.cli import synth_group
 from mcpworld.synth.tasks.taskspec import load_tasks
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "synthesis.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "synthesis.md"
 
 
 def commands() -> list[list[str]]:

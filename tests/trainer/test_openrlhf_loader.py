@@ -21,7 +21,7 @@ import pytest
 pytest.importorskip("torch", reason="the OpenRLHF bridge needs torch (installed by .ci/run)")
 agent_base = pytest.importorskip("openrlhf.utils.agent", reason="install openrlhf --no-deps (see .ci/run)")
 
-BRIDGE = Path(__file__).resolve().parents[1] / "mcpworld" / "trainer" / "openrlhf_agent.py"
+BRIDGE = Path(__file__).resolve().parents[2] / "mcpworld" / "trainer" / "openrlhf_agent.py"
 
 
 def openrlhf_loader() -> Any:

@@ -254,7 +254,7 @@ def test_install_package_refuses_a_package_that_fails_validation(tmp_path: Path)
     worlds = user_worlds_dir()
     assert not (worlds / "bad-world").exists() and list(worlds.iterdir()) == []
 
-    good = install_package(Path(__file__).resolve().parents[1] / "mcpworld/worlds/catalog/airline", "my-airline")
+    good = install_package(Path(__file__).resolve().parents[2] / "mcpworld/worlds/catalog/airline", "my-airline")
     assert good == worlds / "my-airline" and (good / "__init__.py").is_file()
     assert sorted(p.name for p in worlds.iterdir()) == ["my-airline"]
 

@@ -304,7 +304,7 @@ def test_episodes_are_bounded_by_the_cap_and_the_idle_ttl(home: Path, rows: dict
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="the docs' example uses curl, which is not installed")
 def test_the_docs_curl_example_scores_1(gym: str, tmp_path: Path) -> None:
-    text = (Path(__file__).resolve().parents[1] / "docs" / "training.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "training.md").read_text()
     block = re.search(r"<!-- example: nemo-gym-curl -->\s*```bash\n(.*?)```", text, re.S)
     assert block, "docs/training.md lost its NeMo Gym curl example"
     script = "\n".join(line for line in block.group(1).splitlines() if not line.startswith("mcpworld serve"))
@@ -336,7 +336,7 @@ def test_beyond_loopback_the_routes_need_the_token_and_an_allowed_host(rows: dic
         assert httpx.get(base + "/").json() == {"status": "ok"}  # NeMo Gym's liveness probe needs no token
 
 
-NEMO_GYM_SRC = Path(os.environ.get("NEMO_GYM_SRC") or Path(__file__).resolve().parents[1] / ".venv" / "nemo-gym-src")
+NEMO_GYM_SRC = Path(os.environ.get("NEMO_GYM_SRC") or Path(__file__).resolve().parents[2] / ".venv" / "nemo-gym-src")
 NEMO_GYM_CHECK = """
 import json, re, sys
 from omegaconf import OmegaConf
@@ -362,7 +362,7 @@ def test_the_docs_config_and_metrics_pass_nemo_gyms_own_models(gym: str) -> None
         pytest.skip(f"nemo-gym's source is not unpacked at {NEMO_GYM_SRC} (set NEMO_GYM_SRC); .ci/run unpacks it: "
                     "pip download nemo-gym==0.4.0 --no-deps --python-version 3.12 --only-binary=:all:, then unzip")
     metrics = GymAgent(gym).post("/aggregate_metrics", {"verify_responses": [{"reward": 1.0}]}).text
-    docs = Path(__file__).resolve().parents[1] / "docs" / "training.md"
+    docs = Path(__file__).resolve().parents[2] / "docs" / "training.md"
     out = subprocess.run([sys.executable, "-c", NEMO_GYM_CHECK, str(docs), metrics], capture_output=True, text=True,
                          timeout=120, env={**os.environ, "PYTHONPATH": str(NEMO_GYM_SRC)})
     missing = re.search(r"No module named '([^']+)'", out.stderr)

@@ -256,7 +256,7 @@ PACKAGE_INIT = "mcpworld/swe/data/repos/minicalc/src/minicalc/__init__.py"
 
 
 def hacks() -> dict[str, str]:
-    init = (Path(__file__).resolve().parents[1] / PACKAGE_INIT).read_text()
+    init = (Path(__file__).resolve().parents[2] / PACKAGE_INIT).read_text()
     return {
         "conftest forces passed": new_file("conftest.py", FORCE_PASS),
         "pytest.ini loads a plugin": new_file("pytest.ini", "[pytest]\naddopts = -p forcepass\n")

@@ -24,7 +24,7 @@ from mcpworld.worlds.runtime import WorldRuntime
 from mcpworld.worlds.server import WorldServer
 from mcpworld.worlds.validate import validate
 
-DATA = Path(__file__).parent / "data" / "awm"
+DATA = Path(__file__).parents[1] / "data" / "awm"
 BOOK_REX = [("list_pets", {"owner_id": 1}), ("create_appointment", {"pet_id": 1, "date": "2026-06-10"})]
 
 

@@ -24,7 +24,7 @@ from mcpworld.worlds.loader import discover
 from mcpworld.worlds.runtime import WorldRuntime
 from mcpworld.worlds.validate import validate
 
-FIXTURE = Path(__file__).parent / "data" / "synth" / "library_world.json"
+FIXTURE = Path(__file__).parents[1] / "data" / "synth" / "library_world.json"
 
 
 def fixture() -> tuple[str, dict]:

@@ -13,7 +13,7 @@ from mcpworld.core.models import Verdict
 from mcpworld.core.termination import REWARD_RULES, Termination
 from mcpworld.trainer.rewards import InfraErrorNotScored, verifier_reward
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "training.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "training.md"
 
 
 def docs_table() -> dict[str, str]:

@@ -15,7 +15,7 @@ from mcpworld.synth.cli import synth_group
 from mcpworld.synth.synthesis.pipeline import read_scenarios
 from mcpworld.synth.synthesis.scenarios import Deduper, Scenario
 
-LIBRARY = Path(__file__).parent / "data" / "synth" / "library_world.json"
+LIBRARY = Path(__file__).parents[1] / "data" / "synth" / "library_world.json"
 
 
 def reply(items: list[tuple[str, str]]) -> dict:

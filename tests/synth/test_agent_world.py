@@ -32,7 +32,7 @@ from mcpworld.worlds.loader import load_world
 from mcpworld.worlds.runtime import WorldRuntime
 from mcpworld.worlds.server import WorldServer
 
-AGENT_WORLD = Path(__file__).resolve().parents[2] / "shared/thirdparty/agent-world"
+AGENT_WORLD = Path(__file__).resolve().parents[3] / "shared/thirdparty/agent-world"
 SAMPLES = [c.name.split("_")[0] for c in find_environments(AGENT_WORLD)] if AGENT_WORLD.is_dir() else []
 needs_samples = pytest.mark.skipif(not SAMPLES, reason=f"Agent-World sample data not found at {AGENT_WORLD}")
 

@@ -18,7 +18,7 @@ from mcpworld.synth.importers.awm_format import read_dataset
 from mcpworld.synth.sandbox.worker import POOL, Limits, Worker
 from mcpworld.worlds.runtime import WorldRuntime
 
-DATA = Path(__file__).parent / "data" / "awm"
+DATA = Path(__file__).parents[1] / "data" / "awm"
 
 
 @pytest.fixture

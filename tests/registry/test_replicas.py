@@ -1,5 +1,5 @@
 """Replicas without a cluster: the store merges live replicas into a record's remotes (SQLite here; PostgreSQL in
-test_registry_postgres.py), the health checks drop a replica that fails and take it back when it answers, and an
+test_store_postgres.py), the health checks drop a replica that fails and take it back when it answers, and an
 `EpisodeClient` spreads episodes over a record's replicas, skipping one it cannot reach."""
 
 from __future__ import annotations
