@@ -144,6 +144,11 @@ def run_command(server: str, task_ids: tuple[str, ...], split: str | None, polic
         bar = progress.add_task(f"{server} · {policy}", total=total)
         try:
             _, summary = anyio.run(lambda: run(spec, policy_for, on_done=lambda t: progress.advance(bar)))
+        except KeyboardInterrupt:  # every finished episode is on disk already: say how to go on from there
+            progress.stop()
+            click.echo(f"stopped (Ctrl-C): the finished episodes are in {output}; play the rest with the same "
+                       f"command and --resume -o {output}", err=True)
+            raise SystemExit(130) from None
         except (OSError, BaseExceptionGroup) as exc:
             failed = _os_error(exc)
             if failed is None:
@@ -171,8 +176,9 @@ def _os_error(exc: BaseException) -> OSError | None:
     """The storage error at the bottom of `exc` (a task group wraps what its tasks raised), or None."""
     import errno
 
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
+    from mcpworld.core.errors import innermost
+
+    exc = innermost(exc)
     storage = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO, errno.EFBIG}
     return exc if isinstance(exc, OSError) and exc.errno in storage else None
 
