@@ -266,6 +266,37 @@ def synth_import(path: Path, install: bool, out: Path, n_tasks: int, seed: int, 
         sys.exit(1)
 
 
+# τ²-bench's domains as worlds (issue 32; mcpworld/synth/importers/tau2/, docs/tau2.md)
+@synth_group.command("import-tau2")
+@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--domain", "domains", multiple=True, help="Only this domain (repeatable; default: every served one).")
+@click.option("--no-install", is_flag=True, help="Only write the packages (into --out), do not install them.")
+@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True,
+              help="Where --no-install writes the packages.")
+@click.option("--registry", default=None, help="Registry base URL to register the installed worlds with.")
+def synth_import_tau2(path: Path, domains: tuple[str, ...], no_install: bool, out: Path, registry: str | None) -> None:
+    """Serve τ²-bench domains as worlds `tau2-<domain>`: τ²'s data, task ids, tool names, arguments and result texts.
+
+    PATH is a τ² data folder (the one holding domains/, e.g. tau2-bench/data/tau2). Every verdict carries τ²'s own
+    reward and breakdown as evidence (`tau2`) beside the project's.
+
+    \b
+    Example:
+      mcpworld synth import-tau2 tau2-bench/data/tau2
+    """
+    from mcpworld.synth.importers.install import register
+    from mcpworld.synth.importers.tau2.install import import_domains
+    from mcpworld.worlds.loader import load_world
+
+    try:
+        done = import_domains(path, list(domains) or None, install=not no_install, out=out)
+    except (FileNotFoundError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    for item in done:
+        note = "" if no_install else "  " + register(load_world(item.path), "tau2-bench", registry).message
+        click.echo(f"ok   {item.name}: {item.tools} tools, {item.tasks} tasks -> {item.path}{note}")
+
+
 @synth_group.command("arena")
 @click.option("--worlds", required=True, help="Comma-separated world names, e.g. airline,shop.")
 @click.option("--policy", type=click.Choice(["random", "oracle", "openai"]), default="random", show_default=True)
@@ -391,7 +422,7 @@ def synth_import_awm(path: Path, install: bool, out: Path, only: tuple[str, ...]
         report_file.write_text(json.dumps(data, indent=1, default=str), encoding="utf-8")
 
     for key, raw in previous.items():  # keep what earlier runs did for scenarios not in this run
-        done[key] = ScenarioReport(**raw)
+        done[key] = ScenarioReport.from_json(raw)
     lock = threading.Lock()
 
     def run_one(scenario: Any) -> None:
@@ -399,7 +430,7 @@ def synth_import_awm(path: Path, install: bool, out: Path, only: tuple[str, ...]
         where = (user_worlds_dir() if install else out) / str((old or {}).get("name"))
         if not redo and old and old.get("input_hash") == scenario.input_hash() and (
                 not old.get("ok") or (where / "report.json").is_file()):
-            result = ScenarioReport(**{**old, "resumed": True, "path": str(where) if old.get("ok") else None})
+            result = ScenarioReport.from_json({**old, "resumed": True, "path": str(where) if old.get("ok") else None})
         else:
             own = _client(model, base_url)  # one per thread: a client belongs to the event loop that opened it
             with contextlib.ExitStack() as stack:
@@ -442,24 +473,74 @@ def _print_awm(console: Any, r: Any) -> None:
     note = " (resumed: done by an earlier run)" if r.resumed else ""
     if r.ok:
         console.print(f"[green]ok[/green]   {r.name}: {r.tools} tools, {len(r.kept)}/{r.tasks_total} tasks kept, "
-                      f"{len(r.repaired)} repaired -> {r.path}{note}")
+                      f"{len(r.provisional)} provisional -> {r.path}{note}")
     else:
         console.print(f"fail {r.scenario}: {'; '.join(r.problems)}{note}", markup=False, highlight=False)
     for d in r.dropped:
         why = f"wrong policy {d['policy']} passed" if d.get("policy") else d["reason"]
         console.print(f"     dropped {d['task']}: {_clip(why, 160)}", markup=False, highlight=False)
-    for fix in r.repaired:
-        console.print(f"     repaired {fix['task']}: {_clip(fix['reason'], 160)}", markup=False, highlight=False)
+    if r.provisional:
+        console.print(f"     provisional (no reference; played with --include-provisional): "
+                      f"{', '.join(r.provisional)}", markup=False, highlight=False)
 
 
 def _print_awm_summary(console: Any, s: dict[str, Any], report_file: Path) -> None:
     console.print(f"{s['imported']}/{s['scenarios']} scenarios imported ({s['resumed']} resumed); "
-                  f"tasks: {s['kept']} kept, {s['dropped']} dropped, {s['repaired']} repaired of {s['tasks']}")
-    for reason, n in s["dropped_by_reason"].items():
-        console.print(f"  dropped {n}: {reason}", markup=False, highlight=False)
+                  f"tasks: {s['kept']} kept, {s['provisional']} provisional, {s['dropped']} dropped of {s['tasks']}")
+    for label, key in (("kept", "kept_by_reason"), ("provisional", "provisional_by_reason"),
+                       ("dropped", "dropped_by_reason")):
+        for reason, n in s[key].items():
+            console.print(f"  {label} {n}: {reason}", markup=False, highlight=False)
     for line in s["failed"]:
         console.print(f"  failed {_clip(line, 200)}", markup=False, highlight=False)
     console.print(f"report: {report_file}", markup=False, highlight=False)
+
+
+@synth_group.command("promote")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--worlds", "worlds_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where the imported packages are (default: the installed worlds, $MCPWORLD_HOME/worlds).")
+@click.option("--no-audit", is_flag=True, help="Skip the reward-hacking audit of promoted tasks (validation runs).")
+@click.option("--json", "as_json", is_flag=True, help="Print what was promoted as JSON.")
+def synth_promote(runs: tuple[Path, ...], worlds_dir: Path | None, no_audit: bool, as_json: bool) -> None:
+    """Promote provisional AWM tasks whose passing trajectories agree: their end state becomes the reference.
+
+    RUNS are trajectory files (`mcpworld run --include-provisional -o FILE`) or folders of them. A provisional
+    task is promoted when two or more passing trajectories of distinct episodes leave the same end state (replayed
+    here); the calls of one of them become its reference, and the task is validated and audited again like every
+    referenced task. The others stay provisional, and the command says why.
+
+    \b
+    Example:
+      mcpworld run --server awm-pet-clinic-1 --policy openai --model M --base-url URL -n 4 \\
+          --include-provisional -o runs/pet.jsonl
+      mcpworld synth promote runs/pet.jsonl
+    """
+    from mcpworld.core.paths import user_worlds_dir
+    from mcpworld.synth.importers.awm import MANIFEST
+    from mcpworld.synth.importers.awm_promote import passing_trajectories, promote
+
+    root = worlds_dir or user_worlds_dir()
+    passing = passing_trajectories(list(runs))
+    by_world: dict[str, dict[str, list[Any]]] = {}
+    for (world, task), found in passing.items():
+        by_world.setdefault(world, {})[task] = found
+    results = []
+    for world, tasks in sorted(by_world.items()):
+        path = root / world
+        if not (path / MANIFEST).is_file():
+            click.echo(f"skip {world}: no imported AWM package at {path}", err=True)
+            continue
+        results.append(promote(path, tasks, audit_tasks=not no_audit))
+    if as_json:
+        click.echo(json.dumps([r.__dict__ for r in results], indent=1))
+    else:
+        for r in results:
+            click.echo(f"{r.world}: promoted {len(r.promoted)} ({', '.join(r.promoted) or '-'})")
+            for tid, why in r.kept_provisional.items():
+                click.echo(f"  still provisional {tid}: {_clip(why, 200)}")
+    if not results:
+        raise click.ClickException("no trajectory names an imported AWM world" + (f" under {root}" if root else ""))
 
 
 @synth_group.command("scenarios")
@@ -621,3 +702,4 @@ def synth_install_tasks(world: str, tasks_file: Path, name: str | None, only: bo
         raise click.ClickException(str(exc)) from None
     click.echo(f"installed {name} ({count} tasks on {world}'s tools) at {path}")
     click.echo(f"next: mcpworld run --server {name} --policy oracle   (a running `mcpworld up` serves it)")
+

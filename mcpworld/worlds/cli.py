@@ -204,6 +204,9 @@ def world_audit(paths: tuple[str, ...], task_ids: tuple[str, ...], json_path: st
         console.print(chance)
         for warning in report.warnings:
             click.echo(f"{report.world}: chance level above 1 in 10: {warning}")
+        for policy, passed in report.tau2.items():  # τ² worlds: what τ²'s own reward lets a wrong policy pass
+            click.echo(f"{report.world}: tau2 mode: {policy} passes {len(passed)}/{len(report.tasks)} task(s): "
+                       + ", ".join(passed))
     failures = [(report.world, f) for report in reports for f in report.failures]
     for world_name, f in failures:
         click.echo(f"{world_name}: {f.task}: {f.policy}: {f.attempt + ': ' if f.attempt else ''}{f.detail}")

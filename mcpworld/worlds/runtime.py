@@ -51,7 +51,7 @@ from mcpworld.worlds.submissions import (
 )
 from mcpworld.worlds.variation import IDENTITY, View, draw_view
 from mcpworld.worlds.verify import VERDICT_MODE, Judge
-from mcpworld.worlds.world import Task, ToolError, World, first_line
+from mcpworld.worlds.world import RAW_SPEC, KeptError, Task, ToolError, World, first_line
 
 
 def quiet_identity_warning() -> None:
@@ -97,6 +97,7 @@ class Episode:
     submission: Submission | None = None  # the episode's one submit_answer or decline
     view: View = IDENTITY  # how its seed renames the data (variation.py); undone when it is judged
     origin: Template | None = None  # the seed-0 template a viewed episode is judged against
+    log: list[tuple[str, dict[str, Any], CallResult]] | None = None  # every call, for worlds with `evidence`
     _serving: int = 0  # calls in progress (a blocking one may outlive its caller's timeout)
     _serving_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -143,7 +144,7 @@ class WorldRuntime:
         self.world = world
         self.tools: dict[str, ToolSpec] = {}
         for fn in world.tools:
-            spec = build_tool(fn)
+            spec = getattr(fn, RAW_SPEC, None) or build_tool(fn)  # a raw tool (world.raw_tool) brings its own
             if spec.name in self.tools:
                 raise ValueError(f"world {world.name}: duplicate tool name {spec.name!r}")
             if spec.name in SUBMISSION_TOOLS:
@@ -262,6 +263,7 @@ class WorldRuntime:
             rng=random.Random(seed),
             view=view,
             origin=origin,
+            log=[] if self.world.evidence is not None else None,
         )
 
     def view(self, task: Task | None, seed: int) -> View:
@@ -313,6 +315,12 @@ class WorldRuntime:
     def call(self, episode: Episode, name: str, arguments: dict[str, Any] | None) -> CallResult:
         """Run one tool in its own transaction: any error rolls back and comes back as a message. The submission
         tools (`submit_answer`, `decline`) record on the episode instead and touch no table."""
+        result = self._call(episode, name, arguments)
+        if episode.log is not None:  # a world with extra evidence judges the calls themselves (τ²: ACTION)
+            episode.log.append((name, dict(arguments or {}), result))
+        return result
+
+    def _call(self, episode: Episode, name: str, arguments: dict[str, Any] | None) -> CallResult:
         spec = self.tools.get(name)
         if spec is None:
             if name in SUBMISSION_TOOLS:
@@ -322,8 +330,8 @@ class WorldRuntime:
                 return CallResult(value=value, error=error)
             names = sorted([*self.tools, *SUBMISSION_TOOLS])
             return CallResult(error=f"unknown tool {name!r}; available: {', '.join(names)}")
-        try:
-            kwargs = spec.parse(arguments)
+        try:  # a raw tool (world.raw_tool) gets the arguments as sent, unvalidated
+            kwargs = {"arguments": dict(arguments or {})} if hasattr(spec.fn, RAW_SPEC) else spec.parse(arguments)
         except ArgumentError as exc:
             return CallResult(error=str(exc))
         episode.last_used = time.monotonic()
@@ -347,6 +355,10 @@ class WorldRuntime:
                 db.commit()                                              # query ran (every row held), no commit
         except ToolError as exc:
             db.rollback()
+            return CallResult(error=str(exc))
+        except KeptError as exc:  # an error whose writes stand (τ²'s tools keep partial writes): commit them
+            if db.in_transaction() or db.new or db.dirty or db.deleted:
+                db.commit()
             return CallResult(error=str(exc))
         except IntegrityError as exc:  # a key taken, a required value missing: say which rule, not SQLAlchemy's dump
             db.rollback()
@@ -471,7 +483,7 @@ class WorldRuntime:
         """What a client may know about a task on `seed`'s data; its kind and reference (solution, answer,
         rubric) only when `reveal`."""
         info = TaskInfo(id=task.id, instruction=self.instruction(task, seed), split=task.split,
-                        difficulty=task.difficulty, seed=seed)
+                        difficulty=task.difficulty, seed=seed, provisional=task.provisional)
         if reveal:  # the kind too: knowing in advance that a task is a refusal is half of a free reward
             answer = None if task.answer is None else self.view(task, seed).text(task.answer)
             info.kind, info.solution, info.answer = task.kind, self.solution(task, seed), answer

@@ -152,6 +152,8 @@ def task_problems(runtime: WorldRuntime, task: Task, init: str) -> list[Problem]
             out.append(Problem(where, f"{field}: solution[{i}]", str(exc)))
     if out:
         return out
+    if task.provisional:  # no reference yet: only its verifier, which a no-op must fail
+        return _provisional_problems(runtime, task, where, field)
     try:
         if task.kind == "refusal" and not runtime.judge.reference_states(task)[0].is_empty:
             out.append(Problem(where, f"{field}: solution", "a refusal task's reference must leave the state "
@@ -181,6 +183,19 @@ def task_problems(runtime: WorldRuntime, task: Task, init: str) -> list[Problem]
     if runtime.world.vary and not out:
         out += _on_another_seed(runtime, task, where, field)
     return out
+
+
+def _provisional_problems(runtime: WorldRuntime, task: Task, where: str, field: str) -> list[Problem]:
+    if task.verify is None:
+        return [Problem(where, f"{field}: verify", "a provisional task needs its own verifier (it has no reference)")]
+    noop = runtime.fork(task.id)
+    try:
+        if runtime.verify(noop, None).passed:
+            return [Problem(where, f"{field}: verify", "a no-op episode passes: the verifier checks nothing the task "
+                                                       "asks for (or the target already holds)")]
+    finally:
+        noop.close()
+    return []
 
 
 VARIED_SEED = 1  # where a world that varies its data is checked to keep each task's meaning

@@ -161,7 +161,8 @@ class Judge:
         answer = self.unview(episode, answer)
         diff = self.runtime.diff(episode)
         agent = canonical(diff, episode.generated, self.runtime.world.free_fields)
-        checks = [reference_check(agent, self.reference_states(task, episode.seed))]
+        # a provisional task has no reference yet: its own verifier decides (Task.provisional)
+        checks = [] if task.provisional else [reference_check(agent, self.reference_states(task, episode.seed))]
         checks += self.submission_checks(episode, answer)
         if self.runtime.world.free_fields:
             checks += free_text_checks(diff, self.runtime.world.free_fields, self.free_text_context(task))
@@ -173,6 +174,11 @@ class Judge:
         verdict.evidence["answer"] = answer
         if episode.submission is not None:
             verdict.evidence["submission"] = {"tool": episode.submission.tool, **episode.submission.arguments}
+        if self.runtime.world.evidence is not None:  # a world's own extra verdicts (τ² worlds: `tau2`)
+            try:
+                verdict.evidence.update(self.runtime.world.evidence(self.runtime, episode, answer))
+            except Exception as exc:  # reported, never invented: the standard verdict stands
+                verdict.evidence["evidence_error"] = f"{type(exc).__name__}: {first_line(exc)}"
         return verdict
 
     def play(self, task_id: str, answer: str | None, calls: list[ToolCall] | None = None, seed: int = 0) -> Verdict:

@@ -17,7 +17,7 @@ from sqlalchemy.orm import registry as sa_registry
 from sqlmodel import Session, SQLModel
 
 from mcpworld.core.models import Check, ToolCall, Verdict
-from mcpworld.core.tools import tool
+from mcpworld.core.tools import ToolMeta, ToolSpec, tool
 
 if TYPE_CHECKING:
     from mcpworld.worlds.answers import AnswerPart
@@ -82,6 +82,37 @@ def world_base() -> type[SQLModel]:
 
 class ToolError(Exception):
     """A business rule refused the call. The message goes back to the agent; the transaction rolls back."""
+
+
+class KeptError(Exception):
+    """A tool error whose writes stand: the message goes back to the agent as an error, and the call's
+    transaction commits. For imported worlds whose own tools keep partial writes when they fail (τ²-bench's
+    tools mutate in place and never roll back: `mcpworld/synth/importers/tau2/`)."""
+
+
+RAW_SPEC = "__mcpworld_raw_spec__"
+
+
+def raw_tool(name: str, description: str, schema: dict[str, Any], fn: Callable[[Session, dict[str, Any]], Any],
+             *, writes: bool) -> Callable[..., Any]:
+    """A tool that takes its arguments as the raw JSON object (`fn(db, arguments)`), unvalidated: `schema` is only
+    advertised. For imported worlds whose tools must see arguments exactly as the agent sent them (τ²-bench).
+    The runtime reads the spec from the returned function (`RAW_SPEC`)."""
+    from pydantic import ConfigDict, create_model
+
+    def shown(s: dict[str, Any], _cls: Any = None) -> None:
+        s.clear()
+        s.update(schema)
+
+    model = create_model(f"{name}_arguments", __config__=ConfigDict(extra="allow", json_schema_extra=shown))
+
+    def call(db: Session, arguments: dict[str, Any]) -> Any:
+        return fn(db, arguments)
+
+    call.__name__ = call.__qualname__ = name
+    meta = ToolMeta(name=name, writes=writes, destructive=writes, idempotent=not writes, description=description)
+    setattr(call, RAW_SPEC, ToolSpec(name=name, description=description, fn=call, meta=meta, args_model=model))
+    return tool(call, writes=writes, name=name, description=description)  # marked too: `validate` lists its name
 
 
 def first_line(exc: BaseException) -> str:
@@ -175,6 +206,9 @@ class Task:
     """For a refusal: what neither the decline's message nor the final reply may reveal, stated in any form
     (a number within 2%, a text case aside): each item a "table.column" of the world (every starting value of
     that column: balances, titles) or a literal value ("7190", "vendor")."""
+    provisional: bool = False
+    """A task with no reference yet, judged by its `verify` alone (an imported verifier: AWM's): kept apart, played
+    only when asked (`mcpworld run --include-provisional`), until agreeing trajectories give it a reference."""
 
 
 @dataclass(frozen=True)
@@ -216,11 +250,15 @@ class World:
     vary: bool = False
     """Whether seeds other than 0 rename ids and names and move dates (variation.py). Off unless a world opts in:
     a tool that holds an id or a date in its code (a prize drawn from ["A1", "A2"]) breaks under a renaming, so
-    a world opts in once its references pass and its no-op fails on other seeds (tests/test_seed_variation.py)."""
+    a world opts in once its references pass and its no-op fails on other seeds (tests/worlds/test_variation.py)."""
     max_answer_chars: int = 400
     """The longest decline message a world accepts."""
     digest: str = ""
     """A content hash of the world's package, set by the loader (empty for a world built in code)."""
+    evidence: Callable[[Any, Any, str | None], dict[str, Any]] | None = None
+    """Extra verdict evidence: `evidence(runtime, episode, answer)` is called after the standard judging and its
+    keys are added to the verdict's evidence (τ² worlds add `tau2: {reward, breakdown}`). A world that sets it has
+    every call of its episodes recorded on `Episode.log` (name, arguments, CallResult)."""
 
     @property
     def policy(self) -> str:

@@ -48,6 +48,7 @@ class Outcome:
     passed: bool
     checks: list[Check]
     answer: str | None
+    evidence: dict[str, Any] | None = None  # the verdict's evidence (a τ² world's `tau2` reward: AuditReport.tau2)
 
 
 @dataclass
@@ -110,7 +111,7 @@ def play(ctx: TaskContext, attempt: Attempt) -> Outcome | None:
                     return None
         answer = attempt.answer(results) if callable(attempt.answer) else attempt.answer
         verdict = runtime.verify(episode, answer)
-        return Outcome(label, verdict.passed, verdict.checks, answer)
+        return Outcome(label, verdict.passed, verdict.checks, answer, verdict.evidence)
     except Skip:
         return None
     except Exception as exc:  # the audit reports what broke instead of stopping at the first world bug

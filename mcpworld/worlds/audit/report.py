@@ -46,6 +46,8 @@ class AuditReport:
     tasks: list[str] = field(default_factory=list)
     results: list[PolicyResult] = field(default_factory=list)
     chance: list[ChanceLevel] = field(default_factory=list)
+    tau2: dict[str, list[str]] = field(default_factory=dict)
+    """For τ² worlds: each wrong policy -> the tasks it passes by τ²'s own reward (the `tau2` verdict evidence)."""
 
     @property
     def warnings(self) -> list[str]:
@@ -88,6 +90,7 @@ class AuditReport:
             "chance": [asdict(c) for c in self.chance],
             "warnings": self.warnings,
             "failures": [asdict(r) for r in self.failures],
+            **({"tau2": self.tau2} if self.tau2 else {}),  # τ² worlds only
             "results": [asdict(r) for r in self.results],
         }
 

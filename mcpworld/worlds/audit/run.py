@@ -24,7 +24,8 @@ def audit(runtime: WorldRuntime, tasks: list[str] | None = None,
 
     `on_progress(done, total, task_id)` is called after each task. Raises `UnknownTask` for an unknown id.
     """
-    ids = list(runtime.tasks) if tasks is None else list(tasks)
+    # a provisional task has no reference to attack from (Task.provisional): audited once it is promoted
+    ids = [t for t, task in runtime.tasks.items() if not task.provisional] if tasks is None else list(tasks)
     for tid in ids:
         if tid not in runtime.tasks:
             raise UnknownTask(tid)
@@ -52,6 +53,9 @@ def audit(runtime: WorldRuntime, tasks: list[str] | None = None,
                 outcomes = [o for a in attempts if (o := play(ctx, a)) is not None]
             if outcomes:
                 report.results.append(summarize(ctx, policy, outcomes))
+            if not policy.expected_pass and any(((o.evidence or {}).get("tau2") or {}).get("reward") == 1.0
+                                                for o in outcomes):  # τ² worlds: what τ²'s own reward lets pass
+                report.tau2.setdefault(policy.name, []).append(tid)
         contexts.append(ctx)
         if on_progress:
             on_progress(n, len(ids), tid)
