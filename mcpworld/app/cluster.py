@@ -35,16 +35,16 @@ from mcpworld.registry.store import RegistryStore
 
 logger = logging.getLogger(__name__)
 
-RAY_EXTRA = "pip install 'mcpworld[ray]'"
 ACTOR_NAME = "mcpworld-replica"
 
 
 def import_ray() -> Any:
-    """Ray, or a clear error naming the extra."""
-    try:
-        import ray
-    except ImportError:
-        raise RuntimeError(f"`mcpworld up --ray` needs Ray: {RAY_EXTRA}") from None
+    """Ray, or a clear error naming the extra (`core.extras.MissingExtra`)."""
+    from mcpworld.core.extras import require
+
+    require("ray", "ray", why="`mcpworld up --ray`")
+    import ray
+
     return ray
 
 

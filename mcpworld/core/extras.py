@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 
 
-class MissingExtra(ImportError):
+class MissingExtra(RuntimeError):
     """A command needs modules of an extra that is not installed; the message says what to install."""
 
 

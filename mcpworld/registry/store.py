@@ -81,9 +81,6 @@ class ReplicaRow(_Base, table=True):
     checked_at: NaiveDatetime | None = None
 
 
-POSTGRES_EXTRA = "pip install 'mcpworld[postgres]'"
-
-
 class Conflict(Exception):
     """That version of that server is already published."""
 
@@ -105,11 +102,9 @@ def engine_url(url: str) -> str:
     psycopg 3 (the `postgres` extra), and a clear error names the extra when it is missing."""
     scheme, sep, rest = url.partition("://")
     if scheme in ("postgresql", "postgres", "postgresql+psycopg"):
-        try:
-            import psycopg  # noqa: F401
-        except ImportError:
-            raise RuntimeError(f"a PostgreSQL registry store ({scheme}://…) needs the psycopg driver: "
-                               f"{POSTGRES_EXTRA}") from None
+        from mcpworld.core.extras import require
+
+        require("postgres", "psycopg", why=f"a PostgreSQL registry store ({scheme}://…)")
         return f"postgresql+psycopg{sep}{rest}"
     return url
 
