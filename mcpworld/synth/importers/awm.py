@@ -25,7 +25,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 from pydantic import ValidationError
 from sqlmodel import Session
 
@@ -43,9 +42,10 @@ from mcpworld.synth.importers.awm_format import (
     jsonl_records,
     scenario_key,
 )
+from mcpworld.synth.sandbox.signatures import proxy_tool
 from mcpworld.synth.sandbox.worker import Limits, Worker, WorkerError, shared_worker
 from mcpworld.synth.tasks.taskspec import SynthTask, load_tasks, save_tasks
-from mcpworld.worlds.world import Outcome, ToolError, World, raw_tool, world_base
+from mcpworld.worlds.world import Outcome, ToolError, World, world_base
 
 MANIFEST = "scenario.json"
 SERVER_FILE = "server.py"
@@ -154,71 +154,6 @@ def verifier_checks(path: Path, entry: dict[str, Any], initial: bytes, final: by
     return checks
 
 
-def _inline(schema: Any, defs: dict[str, Any], depth: int = 0) -> Any:
-    """`$ref`s replaced by what they name, as FastApiMCP resolves them (a recursive model stops at depth 16)."""
-    if isinstance(schema, list):
-        return [_inline(v, defs, depth) for v in schema]
-    if not isinstance(schema, dict):
-        return schema
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/") and depth < 16 and ref[8:] in defs:
-        rest = {k: v for k, v in schema.items() if k != "$ref"}
-        return _inline({**rest, **defs[ref[8:]]}, defs, depth + 1)  # the definition wins, as in FastApiMCP
-    return {k: _inline(v, defs, depth) for k, v in schema.items()}
-
-
-def _single_type(schema: dict[str, Any]) -> str:
-    """FastApiMCP's `get_single_param_type_from_schema`: the first non-null type of an `anyOf`, else "string"."""
-    kinds = [o.get("type") for o in schema.get("anyOf") or [] if isinstance(o, dict) and o.get("type")]
-    kinds = [k for k in kinds if k != "null"]
-    return kinds[0] if kinds else "string"
-
-
-def mcp_input_schema(spec: dict[str, Any]) -> dict[str, Any]:
-    """The input schema AWM's server shows (FastApiMCP 0.4): references inlined, each property titled with its name
-    and given a `type` (an optional `anyOf[T, null]` gets `type: T`, so null is refused), no `additionalProperties`
-    (an unknown argument is ignored). The MCP SDK validates calls against it, without coercion."""
-    schema = spec["input_schema"]
-    defs = schema.get("$defs") or {}
-    properties = {}
-    for name, prop in (schema.get("properties") or {}).items():
-        prop = dict(_inline(prop, defs))
-        prop["title"] = name
-        if "type" not in prop:  # a path parameter without a type is a string there, whatever its anyOf
-            prop["type"] = "string" if spec.get("where", {}).get(name) == "path" else _single_type(prop)
-        properties[name] = prop
-    shown: dict[str, Any] = {"type": "object", "properties": properties, "title": f"{spec['name']}Arguments"}
-    if schema.get("required"):
-        shown["required"] = list(schema["required"])
-    if "$ref" in json.dumps(properties):
-        shown["$defs"] = defs
-    return shown
-
-
-def awm_tool(spec: dict[str, Any], run: Callable[[Session, dict[str, Any]], Any]) -> Callable[..., Any]:
-    """One tool of an AWM server as its MCP server serves it: arguments checked against the shown schema as the MCP
-    SDK checks them (JSON Schema, no coercion: `"45"` is not an integer), then passed on as sent."""
-    from mcpworld.core.blocking import BLOCKING_ATTR, call_abandoned
-
-    name = spec["name"]
-    shown = mcp_input_schema(spec)
-    validator = jsonschema.validators.validator_for(shown)(shown)
-
-    def call(db: Session, arguments: dict[str, Any]) -> Any:
-        try:
-            validator.validate(arguments)
-        except jsonschema.ValidationError as exc:
-            raise ToolError(f"Input validation error: {exc.message}") from None
-        value = run(db, arguments)
-        if call_abandoned():  # the server already answered "timed out": the error rolls the late changes back
-            raise ToolError(f"{name} answered after its call had timed out; its changes were discarded")
-        return value
-
-    fn = raw_tool(name, spec["description"], shown, call, writes=spec["method"] != "get")
-    setattr(fn, BLOCKING_ATTR, LIMITS.wall_s + 10)
-    return fn
-
-
 def load_package(path: str | Path) -> World:
     """The World of an imported AWM package (its __init__.py calls this); no worker starts until a call."""
     path = Path(path)
@@ -264,7 +199,8 @@ def load_package(path: str | Path) -> World:
                                    o.answer, manifest["clock"], modes)
         return verify
 
-    tools = [awm_tool(t, make_call(t["name"])) for t in manifest["tools"]]
+    tools = [proxy_tool(t["name"], t["description"], t["input_schema"], make_call(t["name"]),
+                        writes=t["method"] != "get", timeout_s=LIMITS.wall_s + 10) for t in manifest["tools"]]
     tasks = []
     for spec in load_tasks(path / "tasks.json") if (path / "tasks.json").is_file() else []:
         task = spec.to_task()

@@ -234,26 +234,30 @@ def _changes(before: sqlite3.Connection, after: sqlite3.Connection) -> list[dict
 
 
 def _request(spec: dict[str, Any], arguments: dict[str, Any]) -> tuple[str, dict[str, Any], Any]:
-    """The request FastApiMCP makes: path and query parameters taken out, whatever is left is the body, sent only
-    when something is left (`{}` sends no body, so a required body model answers 422) and only with POST, PUT or
-    PATCH; an unknown argument travels in the body, where FastAPI ignores it."""
     url = spec["path"]
     query: dict[str, Any] = {}
-    rest = dict(arguments)
-    for name, where in spec["where"].items():
-        if where == "path" and name in rest:
-            url = url.replace("{" + name + "}", str(rest.pop(name)))
-        elif where == "query" and name in rest:
-            query[name] = rest.pop(name)
-    if spec["body_mode"] == "whole":  # a body that is not an object of fields: the `body` argument (ours)
-        rest = rest.get("body")
-    body = rest if rest not in (None, {}) and spec["method"] in ("post", "put", "patch") else None
+    body: Any = None
+    for name, value in arguments.items():
+        where = spec["where"].get(name, "body" if spec["body_mode"] == "fields" else "query")
+        if where == "path":
+            url = url.replace("{" + name + "}", str(value))
+        elif where == "query":
+            query[name] = value
+        elif spec["body_mode"] == "whole":
+            body = value
+        else:
+            body = {**(body or {}), name: value}
+    if spec["body_mode"] == "fields" and body is None:
+        body = {}
     return url, query, body
 
 
-def _error_text(tool: str, response: Any) -> str:
-    """FastApiMCP's text for an HTTP error (a server error is Starlette's plain "Internal Server Error")."""
-    return f"Error calling {tool}. Status code: {response.status_code}. Response: {response.text[:1500]}"
+def _error_text(response: Any) -> str:
+    try:
+        detail = response.json().get("detail", response.json())
+    except (ValueError, AttributeError):
+        detail = response.text
+    return f"HTTP {response.status_code}: {json.dumps(detail, default=str)[:1500]}"
 
 
 def _freeze_server_clock(now: str, seed: int) -> None:
@@ -287,14 +291,18 @@ def call(path: str, tool: str, arguments: dict[str, Any], db: str, seed: int, no
     _freeze_server_clock(now, seed)
     url, query, body = _request(spec, arguments)
 
-    async def send() -> Any:  # as FastApiMCP: an exception in the endpoint is Starlette's 500, not re-raised
-        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async def send() -> Any:
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=True)
         async with httpx.AsyncClient(transport=transport, base_url="http://awm.local") as client:
             return await client.request(spec["method"].upper(), url, params=query or None, json=body)
 
-    response = asyncio.run(send())
-    if response.status_code >= 400:  # its writes are dropped
-        return {"error": _error_text(tool, response)}
+    try:
+        response = asyncio.run(send())
+    except Exception as exc:  # the endpoint raised: a server error, with what it said (its writes are dropped)
+        first = str(exc).splitlines()[0][:500] if str(exc) else ""
+        return {"error": f"{tool}: internal server error: {type(exc).__name__}" + (f": {first}" if first else "")}
+    if response.status_code >= 400:
+        return {"error": f"{tool}: {_error_text(response)}"}
     try:
         value = response.json()
     except ValueError:
