@@ -38,6 +38,7 @@ __all__ = [
     "part_keys",
     "read_submission",
     "reference_submission",
+    "scales",
 ]
 
 
@@ -64,6 +65,9 @@ class Number(_Positional):
     type: Literal["number"] = "number"
     value: float
     tolerance: float = 0.005
+    scales: bool = False
+    """Whether the value follows the world's amounts (a balance, a sum, a difference of them, no constant from
+    the rules): on other seeds the amounts are multiplied by a factor, and so is the expected value."""
     allow: list[float] = Field(default_factory=list)
     """Kept for task files written for prose answers; a typed submission is one value, so it is not read."""
     label: str = ""
@@ -74,6 +78,8 @@ class Count(_Positional):
 
     type: Literal["count"] = "count"
     value: int
+    scales: bool = False
+    """Whether the count is an amount column or a difference of them (seats left): scaled as `Number.scales`."""
     allow: list[float] = Field(default_factory=list)
     label: str = ""
 
@@ -333,11 +339,19 @@ def _reference_value(part: AnswerPart) -> Any:
     return [aliases[0] for aliases in part.expected]
 
 
-def reference_submission(parts: list[AnswerPart]) -> Any:
-    """The correct submission in its plainest form (what the oracle submits)."""
+def reference_submission(parts: list[AnswerPart], scale: int = 1) -> Any:
+    """The correct submission in its plainest form (what the oracle submits); on a seed whose amounts are
+    multiplied by `scale`, the parts that follow them multiplied too."""
+    values = [round(_reference_value(p) * scale, 10) if scales(p) and scale != 1 else _reference_value(p)
+              for p in parts]
     if len(parts) == 1:
-        return _reference_value(parts[0])
-    return {k: _reference_value(p) for k, p in zip(part_keys(parts), parts)}
+        return values[0]
+    return dict(zip(part_keys(parts), values))
+
+
+def scales(part: AnswerPart) -> bool:
+    """Whether a part's value follows the world's amounts (see `Number.scales`)."""
+    return isinstance(part, (Number, Count)) and part.scales
 
 
 def _forms(part: AnswerPart) -> list[Any]:

@@ -275,15 +275,25 @@ class WorldRuntime:
         origin = self.template(task)
         if seed == 0 or not self.world.vary:
             return IDENTITY, origin
-        key = (_template_key(task), seed)
+        amounts = self.scaled_amounts(task)
+        key = (_template_key(task), seed, bool(amounts))
         made = self._views.get(key)
         if made is None:
-            made = self._build_view(task, seed, origin)
+            made = self._build_view(task, seed, origin, amounts)
             with self._template_lock:
                 if len(self._views) >= MAX_VIEWS:  # bounded: RL draws a new seed per sample
                     self._views.pop(next(iter(self._views)))
                 self._views[key] = made
         return made
+
+    def scaled_amounts(self, task: Task | None) -> list[tuple[str, str]]:
+        """The amount columns a seed scales for `task`: the world's, when an answer of the task follows them
+        (`Number.scales`); none otherwise (variation.py)."""
+        from mcpworld.worlds.answers import scales
+
+        if task is None or not any(scales(p) for p in task.expect):
+            return []
+        return [(table, column) for ref in self.world.amounts for table, _, column in [ref.partition(".")]]
 
     def _view_inputs(self, task: Task | None, origin: Template) -> tuple[list[str], list[str], str]:
         """What every seed's view of a template is drawn from (its ids, people's names, and every text no invented
@@ -294,6 +304,8 @@ class WorldRuntime:
             rows = self.initial_rows(origin)
             ids = [v for table, pk in self.primary_keys.items() for row in rows[table].values()
                    for v in (row[c] for c in pk) if isinstance(v, str)]
+            ids += [str(row[column]) for ref in self.world.codes for table, _, column in [ref.partition(".")]
+                    for row in rows.get(table, {}).values() if row.get(column)]
             names = [str(row[column]) for ref in self.world.names for table, _, column in [ref.partition(".")]
                      for row in rows.get(table, {}).values() if row.get(column)]
             texts = [self.world.policy, *(t.instruction for t in self.world.tasks),
@@ -302,8 +314,9 @@ class WorldRuntime:
             made = self._view_sources[key] = (ids, names, json.dumps([texts, rows], default=str, ensure_ascii=False))
         return made
 
-    def _build_view(self, task: Task | None, seed: int, origin: Template) -> tuple[View, Template]:
-        view = draw_view(seed, self.world.name, *self._view_inputs(task, origin))
+    def _build_view(self, task: Task | None, seed: int, origin: Template,
+                    amounts: list[tuple[str, str]]) -> tuple[View, Template]:
+        view = draw_view(seed, self.world.name, *self._view_inputs(task, origin), amounts=amounts)
         conn = self.open_connection(origin.data)
         try:
             view.rewrite(conn, self.metadata.tables)
@@ -446,13 +459,15 @@ class WorldRuntime:
         typed answer, or a decline citing the task's rule with its reference answer as the message)."""
         from mcpworld.worlds.answers import reference_submission
 
-        calls = list(task.solution)
-        if task.expect:
-            calls.append(ToolCall(name=SUBMIT_ANSWER, arguments={"answer": reference_submission(list(task.expect))}))
-        elif task.kind == "refusal" and task.reason:
-            calls.append(ToolCall(name=DECLINE, arguments={"rule": task.reason, "message": task.answer or ""}))
         view = self.view(task, seed)
-        return calls if view.identity else [ToolCall(name=c.name, arguments=view.value(c.arguments)) for c in calls]
+        calls = [ToolCall(name=c.name, arguments=view.value(c.arguments)) for c in task.solution]
+        if task.expect:
+            answer = view.value(reference_submission(list(task.expect), view.scale))
+            calls.append(ToolCall(name=SUBMIT_ANSWER, arguments={"answer": answer}))
+        elif task.kind == "refusal" and task.reason:
+            message = view.text(task.answer or "")
+            calls.append(ToolCall(name=DECLINE, arguments={"rule": task.reason, "message": message}))
+        return calls
 
     def verify(self, episode: Episode, answer: str | None) -> Verdict:
         """Judge the episode (`Judge.verify`): the reference's final state, the typed answer or refusal, the free

@@ -5,18 +5,28 @@ Seed 0 is the world as written. Any other seed gets a `View` of it, drawn from t
 - every string id is renamed everywhere it occurs (keys, references, free text, the instruction): each run of
   three or more digits in a primary key ("MW101-0603", "O1001", "PY-4001") is swapped with a fresh run one digit
   longer, also inside other words (a tool that makes "RT1001-1" from order "O1001" makes its twin from the
-  twin), and a segment with shorter digit runs ("ZFA04Y") with a fresh one of the same shape;
+  twin), a segment with shorter digit runs ("ZFA04Y") with a fresh one of the same shape, and a key that is a
+  word and a short number ("WEB-4") whole, with a number two digits longer ("WEB-517"); so is any value of the
+  columns a world lists in `World.codes` (a tracking or card number that is not a key);
 - every word of a person's name (the columns a world lists in `World.names`) is swapped with an invented name,
   in its title, lower ("ada@example.com") and upper ("PM-ADA-CARD") forms;
 - every date moves by a multiple of 28 years, the Gregorian calendar's cycle between 1901 and 2099, so weekdays,
   month ends and leap days stay where they were; the episode's clock moves with them.
 
-Counts and amounts stay as written: their meaning hangs on the world's rules (a full flight, a fee), which a
-generic view cannot know. Why a view and not a re-seed: the task's references, checks and expected values stay
-those of seed 0. An episode is played on the viewed data; when it is judged, its final rows, its submission and
-its reply are mapped back (the swaps are their own inverse, the date shift is undone) and judged in seed 0's
-terms, so nothing an author wrote needs to know about seeds. A seed-0 id written in a viewed episode maps to the
-viewed id's twin, which names nothing in seed 0: a memorised answer fails.
+- an answer task whose numbers follow the data (`Number(..., scales=True)`, a sum or a difference of amounts)
+  sees every amount column the world lists in `World.amounts` multiplied by a whole factor from 2 to 5: sums,
+  differences and ratios between amounts hold as they did, cents stay cents, and the answer moves with them.
+
+Everything else stays as written: a count of rows, a status, a refusal's rule. Their meaning hangs on the
+world's rules (a full flight, a fee), which a generic view cannot know; the audit's "memorised" chance level
+says per world how much of it a memorised episode still earns. Amounts scale only for answer tasks: a
+state task's writes meet the rules' constants (a fee, a limit), which a factor would not move.
+
+Why a view and not a re-seed: the task's references, checks and expected values stay those of seed 0. An episode is
+played on the viewed data; when it is judged, its final rows, its submission and its reply are mapped back (the
+swaps are their own inverse, the date shift is undone) and judged in seed 0's terms, so nothing an author wrote
+needs to know about seeds. A seed-0 id written in a viewed episode maps to the viewed id's twin, which names nothing
+in seed 0: a memorised answer fails.
 """
 
 from __future__ import annotations
@@ -34,6 +44,7 @@ _SEGMENT = re.compile(r"[A-Za-z0-9]+")
 _WORD = re.compile(r"[A-Za-z]{3,}")
 _DATE = re.compile(r"(?<![0-9])((?:19|20)[0-9]{2})(?=-[01][0-9]-[0-3][0-9])")
 _RUN = re.compile(r"[0-9]{3,}")
+_NUMBERED = re.compile(r"([A-Za-z][A-Za-z0-9]*[-_])([0-9]{1,2})")  # a word, a separator, a short number
 _CONSONANTS = "bdfgklmnprstvz"
 _VOWELS = "aeiou"
 
@@ -45,12 +56,14 @@ class View:
     seed: int
     swaps: dict[str, str] = field(default_factory=dict)
     years: int = 0
+    scale: int = 1  # the factor of every amount column (answer tasks whose numbers follow the data)
+    amounts: frozenset[tuple[str, str]] = frozenset()  # (table, column) pairs the factor applies to
     _words: re.Pattern[str] | None = None  # segments and name forms, between non-alphanumerics
     _digits: re.Pattern[str] | None = None  # digit runs, between non-digits (and not a decimal's part)
 
     @property
     def identity(self) -> bool:
-        return not self.swaps and not self.years
+        return not self.swaps and not self.years and self.scale == 1
 
     def text(self, value: str, back: bool = False) -> str:
         """`value` as this seed shows it (or, `back`, as seed 0 does)."""
@@ -74,6 +87,15 @@ class View:
             return {self.text(k, back): self.value(v, back) for k, v in value.items()}
         return value
 
+    def amount(self, value: float, back: bool = False) -> float:
+        """An amount as this seed shows it (or, `back`, as seed 0 does); a whole number stays whole when it can."""
+        if self.scale == 1 or isinstance(value, bool):
+            return value
+        if back:
+            whole = isinstance(value, int) and value % self.scale == 0
+            return value // self.scale if whole else round(value / self.scale, 10)
+        return value * self.scale if isinstance(value, int) else round(value * self.scale, 10)
+
     def moment(self, when: datetime, back: bool = False) -> datetime:
         """A date-time moved as the data's dates are (the episode's clock)."""
         return when.replace(year=when.year + (-self.years if back else self.years)) if self.years else when
@@ -89,7 +111,10 @@ class View:
             for table in tables:
                 cur = conn.execute(f'SELECT * FROM "{table}"')
                 cols = [d[0] for d in cur.description]
-                rows = [tuple(self.text(v, back) if isinstance(v, str) else v for v in row) for row in cur]
+                scaled = [(table, c) in self.amounts for c in cols]
+                rows = [tuple(self.text(v, back) if isinstance(v, str)
+                              else self.amount(v, back) if s and isinstance(v, (int, float)) else v
+                              for v, s in zip(row, scaled)) for row in cur]
                 conn.execute(f'DELETE FROM "{table}"')
                 if rows:
                     names = ", ".join(f'"{c}"' for c in cols)
@@ -107,9 +132,10 @@ IDENTITY = View(seed=0)
 
 
 def draw_view(seed: int, world: str, ids: Iterable[str], names: Iterable[str], corpus: str,
-              shift_dates: bool = True) -> View:
+              shift_dates: bool = True, amounts: Iterable[tuple[str, str]] = ()) -> View:
     """The view of `seed`: `ids` are the key values to rename, `names` the person names, `corpus` every text the
-    task has (its data, instruction, references), which no invented value may occur in."""
+    task has (its data, instruction, references), which no invented value may occur in; `amounts` the columns a
+    factor scales (none unless the task's numbers follow the data)."""
     if seed == 0:
         return IDENTITY
     rng = random.Random(f"mcpworld-view:{world}:{seed}")  # a str seed hashes the same in every process
@@ -126,6 +152,9 @@ def draw_view(seed: int, world: str, ids: Iterable[str], names: Iterable[str], c
     for segment in sorted(s for s in segments if _shaped(s)):
         if segment not in swaps:
             pair(segment, _fresh(rng, lambda: _new_segment(rng, segment), taken, swaps))
+    for value in sorted({v for v in ids if _short_numbered(v)}):  # "WEB-4": renamed whole ("WEB-4" -> "WEB-517")
+        if value not in swaps:
+            pair(value, _fresh(rng, lambda: _new_numbered(rng, value), taken, swaps))
     for word in sorted({w for value in names for w in _WORD.findall(value)}):
         if word.title() in swaps or word.lower() in swaps:
             continue
@@ -137,9 +166,11 @@ def draw_view(seed: int, world: str, ids: Iterable[str], names: Iterable[str], c
             if old_form not in swaps:
                 pair(old_form, new_form)
     shift = YEAR_CYCLE * rng.choice([-1, 1, 2]) if shift_dates else 0
+    amounts = frozenset(amounts)
+    scale = rng.randint(2, 5) if amounts else 1  # drawn last: the same seed renames alike with or without it
     words = [k for k in swaps if not k.isdigit()]
     digits = [k for k in swaps if k.isdigit()]
-    return View(seed=seed, swaps=swaps, years=shift,
+    return View(seed=seed, swaps=swaps, years=shift, scale=scale, amounts=amounts,
                 _words=_alternation(words, r"(?<![A-Za-z0-9])", r"(?![A-Za-z0-9])"),
                 # never a decimal's part, nor a date's year (dates move by whole cycles instead)
                 _digits=_alternation(digits, r"(?<![0-9])(?<![0-9]\.)",
@@ -158,6 +189,19 @@ def _shaped(segment: str) -> bool:
     ("U03", "ZFA04Y"; never "06" alone: that is also a date's month)."""
     return (any(c.isdigit() for c in segment) and any(c.isalpha() for c in segment)
             and not _RUN.search(segment))
+
+
+def _short_numbered(value: str) -> bool:
+    """Whether an id ends in a number too short to rename alone and nothing else in it is renamed ("WEB-4",
+    "MS-12"; not "T-1001" nor "U03", whose runs and segments are)."""
+    match = _NUMBERED.fullmatch(value)
+    return match is not None and not _RUN.search(value) and not any(_shaped(s) for s in _SEGMENT.findall(value))
+
+
+def _new_numbered(rng: random.Random, old: str) -> str:
+    """The same prefix and a number two digits longer, so ids a tool numbers from a count never meet one."""
+    prefix, digits = _NUMBERED.fullmatch(old).groups()  # type: ignore[union-attr]
+    return prefix + str(rng.randint(1, 9)) + "".join(rng.choice("0123456789") for _ in range(len(digits) + 1))
 
 
 def _new_run(rng: random.Random, old: str) -> str:

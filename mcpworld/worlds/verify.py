@@ -18,7 +18,7 @@ from sqlmodel import Session
 
 from mcpworld.core.models import Check, ToolCall, Verdict
 from mcpworld.core.tools import to_jsonable
-from mcpworld.worlds.answers import SubmissionError, read_submission
+from mcpworld.worlds.answers import SubmissionError, read_submission, scales
 from mcpworld.worlds.database import CHANGES_TABLE, activate, engine_for
 from mcpworld.worlds.diff import StateDiff
 from mcpworld.worlds.freetext import FreeTextContext, free_text_checks, sensitive_values, written
@@ -207,8 +207,10 @@ class Judge:
         if submission is not None:
             arguments, values = view.value(submission.arguments, back=True), submission.values
             if values is not None and episode.task is not None:
+                parts = list(episode.task.expect)
                 try:
-                    values = read_submission(list(episode.task.expect), arguments["answer"])
+                    values = [view.amount(v, back=True) if scales(part) else v
+                              for part, v in zip(parts, read_submission(parts, arguments["answer"]))]
                 except SubmissionError:  # read once already: a value that reads no more names nothing in seed 0
                     values = None
             episode.submission = replace(submission, arguments=arguments, values=values)

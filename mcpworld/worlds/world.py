@@ -246,7 +246,14 @@ class World:
     """Columns (per table) that may differ from the reference: free text the agent words itself, judged by
     the task's own checks. Everything else in the final database must match the reference exactly."""
     names: list[str] = field(default_factory=list)
-    """Columns ("table.column") holding people's names: a seed other than 0 renames them (variation.py)."""
+    """Columns ("table.column") holding names (people's, rooms'): a seed other than 0 renames them
+    (variation.py)."""
+    codes: list[str] = field(default_factory=list)
+    """Columns holding identifiers that are not keys (a tracking number): renamed like keys on other seeds."""
+    amounts: list[str] = field(default_factory=list)
+    """Numeric columns ("table.column": prices, balances, limits) scaled together on other seeds for an answer
+    task whose numbers follow the data (`Number(..., scales=True)`); list them all or none, since a sum or
+    difference holds only when every amount in it moves by the same factor (variation.py)."""
     vary: bool = False
     """Whether seeds other than 0 rename ids and names and move dates (variation.py). Off unless a world opts in:
     a tool that holds an id or a date in its code (a prize drawn from ["A1", "A2"]) breaks under a renaming, so

@@ -1,8 +1,10 @@
-"""A seed varies the data (issue 27, item 7): ids, people's names and dates are renamed per seed, so an answer or a
-call sequence memorised on one seed fails on another; seed 0 is the world as written.
+"""A seed varies the data (issue 27, item 7): ids, people's names and dates are renamed per seed, and an answer
+task's amounts scaled, so an answer or a call sequence memorised on one seed fails on another; seed 0 is the world
+as written.
 
 Before this, every seed started from the same rows: the seed-0 calls and submission of every catalog task passed
-on any seed (130 of 130 tasks memorisable).
+on any seed (130 of 130 tasks memorisable); with renaming alone, 18 of 26 answer tasks still were (counts, amounts,
+"WEB-4", room names, a tracking number); now 3 are (a flight's status, a meeting time, a milestone count).
 """
 
 from __future__ import annotations
@@ -94,12 +96,95 @@ def test_memorised_entity_and_date_answers_fail_on_another_seed(runtimes: dict[s
                 continue
             own, memorised = rt.solution(task, 4)[-1], rt.solution(task)[-1]
             if own == memorised:
-                continue  # counts, amounts, statuses, product names: the same on every seed (see docs/worlds.md)
+                continue  # row counts, statuses, product names: the same on every seed (see docs/worlds.md)
             calls = rt.solution(task, 4)[:-1]
             assert rt.judge.play(task.id, None, [*calls, own], seed=4).passed, (name, task.id)
             assert not rt.judge.play(task.id, None, [*calls, memorised], seed=4).passed, (name, task.id)
             checked.append(task.id)
     assert "late-delivery-deadline" in checked or len(checked) >= 8, checked
+
+
+def scaled_tasks(rt: WorldRuntime) -> list:
+    return [t for t in rt.tasks.values() if rt.scaled_amounts(t)]
+
+
+def test_memorised_amounts_and_counts_fail_on_another_seed(runtimes: dict[str, WorldRuntime]) -> None:
+    """A sum of amounts or a count of free seats moves with a seed's factor: seed 0's 450 fails on seed 3, where
+    the reference's own submission (450 times the factor) passes."""
+    checked = []
+    for name, rt in runtimes.items():
+        for task in scaled_tasks(rt):
+            for seed in (3, 5):
+                calls, own, memorised = rt.solution(task, seed)[:-1], rt.solution(task, seed)[-1], rt.solution(task)[-1]
+                assert own != memorised and rt.view(task, seed).scale > 1, (name, task.id)
+                assert rt.judge.play(task.id, None, [*calls, own], seed=seed).passed, (name, task.id, seed)
+                assert not rt.judge.play(task.id, None, [*calls, memorised], seed=seed).passed, (name, task.id, seed)
+            checked.append(task.id)
+    assert {"total-paid", "business-seats-left", "total-balance", "order-total-and-discount"} <= set(checked)
+
+
+def _numbers_scale(seed0: object, viewed: object, view, path: str = "") -> list[str]:
+    """Where a viewed tool result differs from seed 0's by more than the view (names, dates, the amounts' factor)."""
+    if isinstance(seed0, bool) or seed0 is None or isinstance(seed0, str):
+        back = view.value(viewed, back=True)
+        return [] if back == seed0 else [f"{path}: {seed0!r} became {viewed!r}"]
+    if isinstance(seed0, (int, float)):
+        ok = isinstance(viewed, (int, float)) and (viewed == seed0 or abs(viewed - seed0 * view.scale) < 1e-6)
+        return [] if ok else [f"{path}: {seed0!r} became {viewed!r}, neither kept nor times {view.scale}"]
+    if isinstance(seed0, dict) and isinstance(viewed, dict) and len(seed0) == len(viewed):
+        return [e for (k, v), w in zip(seed0.items(), viewed.values())
+                for e in _numbers_scale(v, w, view, f"{path}.{k}")]
+    if isinstance(seed0, list) and isinstance(viewed, list) and len(seed0) == len(viewed):
+        return [e for i, (v, w) in enumerate(zip(seed0, viewed)) for e in _numbers_scale(v, w, view, f"{path}[{i}]")]
+    return [f"{path}: shape changed"]
+
+
+def test_what_a_scaled_task_reads_moves_by_one_factor(runtimes: dict[str, WorldRuntime]) -> None:
+    """`scales=True` claims the answer is built from amounts alone. The witness: every number the reference's
+    calls read on seed 7 is seed 0's, or seed 0's times the factor; a read that mixes a rule's constant into an
+    amount (a fee, a fixed limit) would be neither, and its answer would not move by the factor."""
+    problems = []
+    for name, rt in runtimes.items():
+        for task in scaled_tasks(rt):
+            view = rt.view(task, 7)
+            results = []
+            for seed, calls in ((0, task.solution), (7, rt.solution(task, 7)[:-1])):
+                episode = rt.fork(task.id, seed)
+                try:
+                    results.append([json.loads(json.dumps(rt.call(episode, c.name, c.arguments).value, default=str))
+                                    for c in calls])
+                finally:
+                    episode.close()
+            problems += [f"{name}/{task.id}{e}" for e in _numbers_scale(results[0], results[1], view)]
+    assert not problems
+
+
+def test_a_scaled_answer_is_accepted_in_every_form_and_only_at_the_factor(runtimes: dict[str, WorldRuntime]) -> None:
+    """On seed 3 the count of free business seats is 8 times the factor: as an int, a float or a string it passes;
+    one more, or seed 0's 8, fails; a count that is not a multiple of the factor never maps back to a whole one."""
+    rt = runtimes["airline"]
+    task = rt.tasks["business-seats-left"]
+    k = rt.view(task, 3).scale
+    calls = rt.solution(task, 3)[:-1]
+
+    def passes(value: object) -> bool:
+        return rt.judge.play(task.id, None, [*calls, ToolCall(name="submit_answer", arguments={"answer": value})],
+                             seed=3).passed
+
+    assert all(passes(v) for v in (8 * k, float(8 * k), str(8 * k)))
+    assert not any(passes(v) for v in (8 * k + 1, 8 * k - 1, 8))
+
+
+def test_short_numbered_keys_and_codes_are_renamed(runtimes: dict[str, WorldRuntime]) -> None:
+    """"WEB-4" (a key whose number is too short to rename alone) and a shipment's tracking number (a code, not a
+    key) are renamed on other seeds, so answers naming them are not memorisable either."""
+    tracker, shop = runtimes["tracker"], runtimes["shop"]
+    view = tracker.view(tracker.tasks["why-web4-blocked"], 2)
+    assert view.text("WEB-4") not in ("WEB-4", "WEB-3") and view.text(view.text("WEB-4"), back=True) == "WEB-4"
+    assert view.text("WEB-41") in ("WEB-41", view.text("WEB-41"))  # whole tokens only: never a prefix of another
+    assert "WEB-4" not in tracker.instruction(tracker.tasks["why-web4-blocked"], 2)
+    track = shop.view(shop.tasks["track-shipped-order"], 2)
+    assert track.text("784512390017") != "784512390017"
 
 
 def test_a_seed_zero_id_written_on_another_seed_names_its_twin(runtimes: dict[str, WorldRuntime]) -> None:
@@ -156,7 +241,7 @@ def test_the_audit_reports_what_memorising_seed_zero_earns(runtimes: dict[str, W
     chance = {(c.kind, c.policy): c.level for c in audit(runtimes["airline"]).chance}
     assert chance[("state", "memorised")] == 0.0  # every state task names an id or a person
     assert chance[("refusal", "memorised")] == 1.0  # the rule a refusal cites is the same on every seed
-    assert 0.0 < chance[("answer", "memorised")] <= 1.0  # counts and amounts stay; "delayed"... also stays
+    assert chance[("answer", "memorised")] == 0.25  # amounts and seat counts move; "delayed" stays (1 of 4)
 
 
 def test_validate_refuses_a_varying_world_whose_tool_holds_an_id() -> None:

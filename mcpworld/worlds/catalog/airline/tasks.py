@@ -52,7 +52,7 @@ TASKS = [
         instruction="How many business-class seats are still free on flight MW101-0603?",
         solution=[call("get_flight", flight_id="MW101-0603")],
         answer="There are 8 business seats left on MW101-0603.",
-        expect=[Count(value=8)],
+        expect=[Count(value=8, scales=True)],
         split="test",
     ),
     Task(
@@ -167,7 +167,7 @@ TASKS = [
         solution=[call("find_customer", email="ada@example.com"),
                   call("list_payment_methods", customer_id="C001")],
         answer="Your gift card PM-ADA-GIFT has 150.00 left.",
-        expect=[Number(value=150.0)],
+        expect=[Number(value=150.0, scales=True)],
     ),
     Task(
         id="total-paid",
@@ -177,7 +177,7 @@ TASKS = [
                   call("list_reservations", customer_id="C005")],
         answer="You have paid 450.00 in total (110.00 for INS9RT and 340.00 for DLY2CC).",
         # the two reservations and their amounts may be given along with the total
-        expect=[Number(value=450.0, allow=[110.0, 340.0, 2.0])],
+        expect=[Number(value=450.0, scales=True, allow=[110.0, 340.0, 2.0])],
         difficulty="medium",
     ),
     Task(

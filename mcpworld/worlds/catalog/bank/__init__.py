@@ -22,6 +22,8 @@ world = World(
     tools=TOOLS,
     tasks=TASKS,
     names=["customer.name"],
+    amounts=["customer.daily_transfer_limit", "account.balance", "account.overdraft_limit", "transactions.amount",
+             "transfer.amount", "dispute.amount", "dispute.provisional_credit"],
     vary=True,
     rules=RULES,
     free_fields={"transfer": ("memo",)},  # the customer's words; a task that dictates a memo checks it

@@ -31,7 +31,7 @@ TASKS = [
         solution=[call("find_customer", email="priya@example.com"),
                   call("list_accounts", customer_id="CU100")],
         answer="Your total balance is 18,200.00: 3,200.00 in checking CHK-2001 and 15,000.00 in savings SAV-2002.",
-        expect=[Number(value=18200.0, allow=[3200.0, 15000.0, 2, 500.0])],  # "your two accounts", "a 500 overdraft"
+        expect=[Number(value=18200.0, scales=True, allow=[3200.0, 15000.0, 2, 500.0])],  # "your two accounts", "a 500 overdraft"
     ),
     Task(
         id="streamly-charges-may",
@@ -42,7 +42,7 @@ TASKS = [
                   call("list_transactions", account_id="CHK-2001", start="2026-05-01", search="streamly")],
         answer="Streamly charged you 31.98 in May: two charges of 15.99 on 2026-05-10, a minute apart, which "
                "looks like a duplicate.",
-        expect=[Number(value=31.98, allow=[15.99, 2])],
+        expect=[Number(value=31.98, scales=True, allow=[15.99, 2])],
         split="test",
         difficulty="medium",
     ),
@@ -54,7 +54,7 @@ TASKS = [
                   call("get_customer", customer_id="CU102")],
         answer="Your daily limit for payments to payees is 5,000.00 and you already sent 4,000.00 today, so you "
                "can send 1,000.00 more.",
-        expect=[Number(value=1000.0, allow=[5000.0, 4000.0])],
+        expect=[Number(value=1000.0, scales=True, allow=[5000.0, 4000.0])],
         difficulty="medium",
     ),
     Task(
@@ -65,7 +65,7 @@ TASKS = [
         solution=[call("find_customer", email="nora@example.com"),
                   call("list_accounts", customer_id="CU104")],
         answer="Checking CHK-2009 has 610.00 plus a 200.00 overdraft, so 810.00 is available.",
-        expect=[Number(value=810.0, allow=[610.0, 200.0])],
+        expect=[Number(value=810.0, scales=True, allow=[610.0, 200.0])],
     ),
     Task(
         id="dispute-status",
@@ -78,7 +78,7 @@ TASKS = [
         answer="Your dispute on the 45.00 QuickFuel charge is still open; you received a provisional credit of "
                "45.00, and your checking balance is 420.75.",
         expect=[entity("open", "still open", "under review", "pending", among=DISPUTE_STATUSES, label="status"),
-                Number(value=45.0, label="credit"), Number(value=420.75, label="checking balance")],
+                Number(value=45.0, scales=True, label="credit"), Number(value=420.75, scales=True, label="checking balance")],
     ),
     # -- state changes ---------------------------------------------------------------------------------
     Task(

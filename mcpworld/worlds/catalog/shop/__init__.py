@@ -21,6 +21,10 @@ world = World(
     tools=TOOLS,
     tasks=TASKS,
     names=["customer.name"],
+    codes=["shipment.tracking_number"],
+    amounts=["customer.store_credit", "product.price", "orders.subtotal", "orders.discount", "orders.shipping_fee",
+             "orders.total", "order_item.unit_price", "order_item.paid_price", "discount_code.min_spend",
+             "return_request.refund_amount", "refund.amount"],  # not discount_code.value: a percent stays one
     vary=True,
     rules=RULES,
     tags=["retail", "e-commerce", "returns", "refunds"],

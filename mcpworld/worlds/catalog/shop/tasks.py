@@ -25,7 +25,7 @@ TASKS = [
         answer="The cheapest electronics product in stock is the USB-C Charger 65W (P108) at 34.99.",
         # 65 is part of the product's name ("65W", "65 W")
         expect=[entity("USB-C Charger 65W", "USB-C Charger", "USB-C charger", "P108", among="product.name"),
-                Number(value=34.99, allow=[65.0])],
+                Number(value=34.99, scales=True, allow=[65.0])],
     ),
     Task(
         id="return-deadline",
@@ -49,8 +49,8 @@ TASKS = [
         solution=[call("get_order", order_id="O1002")],
         answer="Order O1002 came to 63.70 in total; the WELCOME15 code saved you 11.24.",
         # the subtotal before the discount, and the code's 15%, may be stated along the way
-        expect=[Number(value=63.70, label="total paid", allow=[74.94, 15.0]),
-                Number(value=11.24, label="discount", allow=[74.94, 15.0])],
+        expect=[Number(value=63.70, scales=True, label="total paid", allow=[74.94, 15.0]),
+                Number(value=11.24, scales=True, label="discount", allow=[74.94, 15.0])],
     ),
     Task(
         id="code-savings-on-cart",
@@ -60,7 +60,7 @@ TASKS = [
         solution=[call("find_customer", email="maya@example.com"),
                   call("check_discount_code", code="SPRING10", customer_id="CU01")],
         answer="SPRING10 takes 10% off your 89.00 cart, so it would save you 8.90.",
-        expect=[Number(value=8.90, allow=[10.0, 89.0])],
+        expect=[Number(value=8.90, scales=True, allow=[10.0, 89.0])],
         difficulty="medium",
     ),
     # -- state changes ---------------------------------------------------------------------------------
