@@ -50,7 +50,9 @@ def default_output(server: str, policy: str) -> Path:
               help="Skip checking that the endpoint honours native `tools` (--policy openai --format native).")
 @click.option("--replay-file", type=click.Path(exists=True, path_type=Path), default=None,
               help="Trajectories to replay with --policy replay.")
-@click.option("-n", "--samples", default=1, show_default=True, help="Samples per task.")
+@click.option("-n", "-k", "--samples", default=1, show_default=True,
+              help="Samples per task (seeds --seed, --seed+1, ...); with 2 or more, pass^1..pass^k are reported "
+                   "as tau2-bench does.")
 @click.option("--concurrency", default=4, show_default=True, help="Episodes in flight at once.")
 @click.option("--max-turns", default=20, show_default=True)
 @click.option("--turn-timeout", default=120.0, show_default=True, help="Seconds per policy turn.")
@@ -89,6 +91,7 @@ def run_command(server: str, task_ids: tuple[str, ...], split: str | None, polic
       mcpworld run --server airline --policy oracle
       mcpworld run --server airline --split test --policy openai --model Qwen/Qwen3-8B \\
           --base-url http://127.0.0.1:8000/v1 -n 4 --concurrency 16 -o qwen.jsonl --resume
+      mcpworld run --server tau2-airline --policy replay --replay-file rec.jsonl -k 4   # pass^1..pass^4
     """
     import anyio
     from rich.console import Console

@@ -64,11 +64,13 @@ class Summary:
     lost_reasons: dict[str, int] = field(default_factory=dict)
     setup_errors: int = 0  # episodes the run's setup (or the model's endpoint) kept from being played (not in the
     setup_example: str = ""  # other numbers), and the first of their errors: what to fix
+    pass_hat: dict[int, float] = field(default_factory=dict)  # k -> pass^k, when tasks were played several times
 
     def rows(self) -> list[tuple[str, str]]:
         return [("episodes", str(self.episodes)), ("skipped (resume)", str(self.skipped)),
                 ("success rate", f"{self.success_rate:.1%}"), ("mean reward", f"{self.mean_reward:.3f}"),
                 ("mean turns", f"{self.mean_turns:.2f}"),
+                *((f"pass^{k}", f"{v:.3f}") for k, v in sorted(self.pass_hat.items())),
                 *((f"failed: {k}", str(v)) for k, v in sorted(self.failures.items())),
                 *((("lost: infrastructure", str(self.lost)),) if self.lost else ()),
                 *((("not played: setup error", str(self.setup_errors)),) if self.setup_errors else ())]
@@ -106,7 +108,22 @@ def summarize(trajectories: list[Trajectory], skipped: int = 0) -> Summary:
         failures=dict(failures), skipped=skipped, lost=len(lost),
         lost_reasons=dict(Counter(t.infra_reason or "server error" for t in lost)),
         setup_errors=len(setup), setup_example=setup[0].error or "" if setup else "",
+        pass_hat=pass_hat(played),
     )
+
+
+def pass_hat(played: list[Trajectory]) -> dict[int, float]:
+    """pass^k for k = 1..n as τ²-bench reports it: per task, the chance that k of its n played samples drawn
+    without replacement all pass, C(c, k) / C(n, k) with c of them passing, averaged over tasks. n is the
+    fewest samples any task has (an episode lost to the infrastructure is not a sample); empty below 2."""
+    by_task: dict[tuple[str, str], list[bool]] = {}
+    for t in played:
+        by_task.setdefault((t.server, t.task), []).append(bool(t.verdict and t.verdict.passed))
+    n = min((len(v) for v in by_task.values()), default=0)
+    if n < 2:
+        return {}
+    return {k: sum(math.comb(sum(v), k) / math.comb(len(v), k) for v in by_task.values()) / len(by_task)
+            for k in range(1, n + 1)}
 
 
 async def list_tasks(server: str, registry: str | None = None, split: str | None = None,
