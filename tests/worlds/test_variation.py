@@ -4,7 +4,7 @@ as written.
 
 Before this, every seed started from the same rows: the seed-0 calls and submission of every catalog task passed
 on any seed (130 of 130 tasks memorisable); with renaming alone, 18 of 26 answer tasks still were (counts, amounts,
-"WEB-4", room names, a tracking number); now 3 are (a flight's status, a meeting time, a milestone count).
+"WEB-4", room and milestone names, a tracking number); now 2 are (a flight's status, a meeting time).
 """
 
 from __future__ import annotations
