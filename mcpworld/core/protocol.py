@@ -37,6 +37,7 @@ class StartResult(types.Result):
     policy: str = ""  # the world's rules the agent must follow, even where a tool would allow an action
     expires_in_s: float
     environment: dict[str, str] = {}  # which build of the environment this is (name, version, digest, mcpworld)
+    user: str | None = None  # a conversation: how its user is played (scripted, model, direct; worlds/users.py)
 
 
 class EpisodeParams(types.RequestParams):

@@ -49,6 +49,8 @@ from mcpworld.worlds.submissions import (
     task_note,
     tool_definitions,
 )
+from mcpworld.worlds.users import GREETING, GUIDELINES, MESSAGE_USER, Conversation, Mode, User, UserModel, mode_for
+from mcpworld.worlds.users import tool_definition as message_user_definition
 from mcpworld.worlds.variation import IDENTITY, View, draw_view
 from mcpworld.worlds.verify import VERDICT_MODE, Judge
 from mcpworld.worlds.world import RAW_SPEC, KeptError, Task, ToolError, World, first_line
@@ -98,6 +100,8 @@ class Episode:
     view: View = IDENTITY  # how its seed renames the data (variation.py); undone when it is judged
     origin: Template | None = None  # the seed-0 template a viewed episode is judged against
     log: list[tuple[str, dict[str, Any], CallResult]] | None = None  # every call, for worlds with `evidence`
+    conversation: Conversation | None = None  # a conversational task's messages with its user (users.py)
+    failed: str | None = None  # the server failed this episode (its user simulator): never judged
     _serving: int = 0  # calls in progress (a blocking one may outlive its caller's timeout)
     _serving_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -165,6 +169,7 @@ class WorldRuntime:
         self._views: dict[tuple[str | None, int], tuple[View, Template]] = {}  # (template key, seed) -> its view
         self._view_sources: dict[str | None, tuple[list[str], list[str], str]] = {}  # template key -> ids, names, texts
         self.engine = shared_engine()
+        self.user_model: UserModel | None = None  # plays conversational tasks' unscripted users (the server's)
         self.judge = Judge(self)  # how its episodes are judged (verify.py)
 
     # -- templates -------------------------------------------------------------------------------------
@@ -336,6 +341,8 @@ class WorldRuntime:
     def _call(self, episode: Episode, name: str, arguments: dict[str, Any] | None) -> CallResult:
         spec = self.tools.get(name)
         if spec is None:
+            if name == MESSAGE_USER:  # the user answers through the server (users.py), which may await a model
+                return CallResult(error=f"{MESSAGE_USER} is answered by the world's server, not in-process")
             if name in SUBMISSION_TOOLS:
                 episode.last_used = time.monotonic()
                 episode.calls += 1
@@ -435,9 +442,32 @@ class WorldRuntime:
     @cached_property
     def listed_tools(self) -> list[dict[str, Any]]:
         """Every tool an agent of this world is given, as MCP definitions (name, title, description, inputSchema,
-        annotations): the domain tools, then `submit_answer` and `decline`. Every face lists these."""
+        annotations): the domain tools, then `submit_answer` and `decline`, and `message_user` where a task is a
+        conversation (users.py). Every face lists these."""
         domain = [spec.mcp_tool().model_dump(by_alias=True, exclude_none=True) for spec in self.tools.values()]
-        return domain + tool_definitions(self.world)
+        talking = any(self.conversation_mode(t) in ("scripted", "model") for t in self.world.tasks)
+        talk = [message_user_definition()] if talking else []
+        return domain + tool_definitions(self.world) + talk
+
+    def open_conversation(self, episode: Episode) -> Conversation | None:
+        """The episode's conversation with its task's user, on its seed's data, opened by τ²'s greeting (None for
+        a task without one, or played `direct`). The user's first message comes from `users.user_says`."""
+        task = episode.task
+        mode = self.conversation_mode(task)
+        if task is None or task.user is None or mode in (None, "direct"):
+            return None
+        view, user = episode.view, task.user
+        viewed = User(instructions=view.text(user.instructions), persona=view.text(user.persona),
+                      turns=tuple(view.text(t) for t in user.turns))
+        guidelines = self.world.user_guidelines or GUIDELINES
+        episode.conversation = Conversation(user=viewed, mode=mode, guidelines=guidelines,
+                                            messages=[{"role": "assistant", "content": GREETING}])
+        return episode.conversation
+
+    def conversation_mode(self, task: Task | None) -> Mode | None:
+        """How `task`'s user is played here: scripted, by the user model, or `direct` (no conversation: the
+        instruction is the user's scenario); None for a task without a user."""
+        return mode_for(task.user if task is not None else None, self.user_model)
 
     def column_values(self, template: Template, ref: str) -> list[str]:
         """Every distinct value of "table.column" in a starting state, as strings (an answer's wrong candidates)."""
@@ -450,7 +480,14 @@ class WorldRuntime:
     def instruction(self, task: Task, seed: int = 0) -> str:
         """The instruction as every agent-facing surface gives it: the task's words on `seed`'s data, and for a
         question how to submit its answer and of what type (never a value)."""
-        words = self.view(task, seed).text(task.instruction)
+        mode = self.conversation_mode(task)
+        if mode == "scripted":
+            words = self.view(task, seed).text(task.user.turns[0])  # type: ignore[union-attr]
+        elif mode == "model":  # the user's scenario is the simulator's, never the agent's
+            words = ("A user is waiting for you: their first message comes when the episode starts. Talk to them "
+                     f"with {MESSAGE_USER}.")
+        else:
+            words = self.view(task, seed).text(task.instruction)
         note = task_note(task)
         return f"{words}\n\n{note}" if note else words
 

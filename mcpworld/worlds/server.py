@@ -29,10 +29,12 @@ from mcpworld.core.episode_server import (
     with_handle,
     with_handle_note,
 )
+from mcpworld.core.llm import LLMError
 from mcpworld.core.streamable import WireHooks
 from mcpworld.worlds.episodes import EpisodeError, EpisodeLimits, EpisodeManager, WorldUnavailable
 from mcpworld.worlds.runtime import CallResult, Episode, UnknownTask, WorldRuntime
-from mcpworld.worlds.submissions import SUBMISSION_TOOLS
+from mcpworld.worlds.submissions import task_note
+from mcpworld.worlds.users import MESSAGE_USER, UserModel, user_says
 
 MAX_ARGUMENT_BYTES = 256 * 1024
 
@@ -85,8 +87,10 @@ class WorldServer:
     """Binds a WorldRuntime and its EpisodeManager to an MCP `Server`."""
 
     def __init__(self, runtime: WorldRuntime, limits: EpisodeLimits | None = None, interactive: bool = False,
-                 token: str | None = None):
+                 token: str | None = None, user_model: UserModel | None = None):
         self.runtime = runtime
+        if runtime.user_model is None:  # who plays conversational tasks' users: given, else MCPWORLD_USER_MODEL
+            runtime.user_model = user_model or UserModel.from_env()
         self.reveal = p.Reveal(token)
         self.episodes = EpisodeManager(runtime, limits)
         self.interactive = interactive
@@ -95,7 +99,7 @@ class WorldServer:
         self._tools = [types.Tool.model_validate(d) for d in runtime.listed_tools]
         if interactive:  # for people and desktop clients only: a training server never lists them
             self._tools += _INTERACTIVE_TOOLS
-        self._domain = set(runtime.tools) | SUBMISSION_TOOLS
+        self._domain = {t.name for t in self._tools} - _INTERACTIVE_NAMES
         self._handle_tools = [t if t.name in _INTERACTIVE_NAMES else with_handle(t) for t in self._tools]
         schemas = {t.name: t.input_schema for t in self._tools}
         self.server: Server[Any] = Server(
@@ -235,6 +239,14 @@ class WorldServer:
         """One tool call on `episode`, for every face of the world (MCP, NeMo Gym): a plain in-process tool right
         here; a proxied one (its code runs in a worker) off the event loop with its timeout, so other worlds keep
         serving; a timeout is the call's error, its changes discarded."""
+        conversation = episode.conversation
+        if conversation is not None and conversation.ended is not None:
+            return CallResult(error=f"the user ended the conversation ({conversation.ended}); this episode takes no "
+                                    "more calls: end it (verify)")
+        if episode.failed is not None:
+            return CallResult(error=f"{episode.failed}; this episode is not judged (the server's failure, not yours)")
+        if name == MESSAGE_USER:
+            return await self._message_user(episode, arguments)
         timeout = blocking_timeout(getattr(self.runtime.tools.get(name), "fn", None))  # per call: marks may change
         if timeout is None:
             return self.runtime.call(episode, name, arguments)
@@ -244,6 +256,29 @@ class WorldServer:
         except CallTimeout as exc:
             return CallResult(error=f"tool {name!r} timed out: {exc}; its changes were discarded, and the episode "
                                     "is as it was before the call")
+
+    async def _message_user(self, episode: Episode, arguments: dict[str, Any]) -> CallResult:
+        """The agent's message to the user, and the user's reply (users.py). A failing user model fails the
+        episode on the server's side: it is never judged, so never a reward."""
+        conversation = episode.conversation
+        if conversation is None:
+            return CallResult(error=f"this task has no user to talk to: {MESSAGE_USER} is for conversations; do "
+                                    "what the instruction asks")
+        message = arguments.get("message")
+        if set(arguments) != {"message"} or not isinstance(message, str) or not message.strip() or len(message) > 4000:
+            return CallResult(error=f"{MESSAGE_USER} takes one argument, message: a non-empty string of at most 4000 "
+                                    "characters")
+        conversation.messages.append({"role": "assistant", "content": message})
+        try:
+            reply = await user_says(conversation, self.runtime.user_model)
+        except LLMError as exc:
+            episode.failed = f"the user simulator failed: {exc}"
+            return CallResult(error=f"{episode.failed} (the server's failure, not yours: this episode is not judged)")
+        episode.calls += 1
+        if conversation.ended is not None:
+            return CallResult(value={"user": reply, "ended": conversation.ended,
+                                     "note": "the user ended the conversation: end the episode now"})
+        return CallResult(value={"user": reply})
 
     def _interactive(self, ctx: Any, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         """`start_task` / `check_task`: a person's (or a model's) episode, named by the handle start_task returns.
@@ -403,13 +438,25 @@ class WorldServer:
             raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
         except EpisodeError as exc:
             raise MCPError(code=types.INVALID_REQUEST, message=str(exc)) from None
+        instruction = self.runtime.instruction(episode.task, episode.seed) if episode.task else ""
+        conversation = self.runtime.open_conversation(episode)
+        if conversation is not None:  # the user speaks first, answering the greeting: that is the instruction
+            try:
+                opening = await user_says(conversation, self.runtime.user_model)
+            except LLMError as exc:
+                self.episodes.close(episode.id)
+                raise MCPError(code=types.INTERNAL_ERROR, message=f"the user simulator failed: {exc}") from None
+            note = task_note(episode.task)  # type: ignore[arg-type]
+            instruction = f"{opening}\n\n(A user said this. Talk to them with {MESSAGE_USER}.)" + (
+                f"\n\n{note}" if note else "")
         started: dict[str, Any] = {"episode": episode.id, "task": task,
-                                   "instruction": (self.runtime.instruction(episode.task, episode.seed)
-                                                   if episode.task else ""),
+                                   "instruction": instruction,
                                    "policy": self._policy, "expiresInS": float(self.episodes.limits.ttl_s),
                                    "environment": self.runtime.environment}
         if task is None:
             del started["task"]
+        if (mode := self.runtime.conversation_mode(episode.task)) is not None:
+            started["user"] = mode
         return started
 
     def _build_template(self, task_id: str | None) -> None:
@@ -436,6 +483,9 @@ class WorldServer:
         model. Sealed (pass/fail per group, no details) unless the caller presents the registry token: the
         details name expected values, and verify must never be an answer oracle."""
         episode = self._lookup(episode_id)
+        if episode.failed is not None:  # the server's failure: counted and named by the caller, never scored
+            self.episodes.close(episode.id)
+            raise MCPError(code=types.INTERNAL_ERROR, message=f"episode not judged: {episode.failed}")
         try:
             verdict = self.runtime.verify(episode, answer)
         except UnknownTask as exc:

@@ -158,6 +158,9 @@ class Judge:
         """
         task = episode.task
         assert task is not None, "WorldRuntime.verify judges only episodes started with a task"
+        last = answer  # the agent's last message (a world's own evidence reads the conversation itself)
+        if episode.conversation is not None:  # in a conversation, all the agent told the user is its reply
+            answer = "\n\n".join([*episode.conversation.said_by_agent()[1:], *([answer] if answer else [])]) or None
         answer = self.unview(episode, answer)
         diff = self.runtime.diff(episode)
         agent = canonical(diff, episode.generated, self.runtime.world.free_fields)
@@ -176,7 +179,8 @@ class Judge:
             verdict.evidence["submission"] = {"tool": episode.submission.tool, **episode.submission.arguments}
         if self.runtime.world.evidence is not None:  # a world's own extra verdicts (τ² worlds: `tau2`)
             try:
-                verdict.evidence.update(self.runtime.world.evidence(self.runtime, episode, answer))
+                said = answer if episode.conversation is None else last
+                verdict.evidence.update(self.runtime.world.evidence(self.runtime, episode, said))
             except Exception as exc:  # reported, never invented: the standard verdict stands
                 verdict.evidence["evidence_error"] = f"{type(exc).__name__}: {first_line(exc)}"
         return verdict

@@ -18,6 +18,7 @@ from sqlmodel import Session, SQLModel
 
 from mcpworld.core.models import Check, ToolCall, Verdict
 from mcpworld.core.tools import ToolMeta, ToolSpec, tool
+from mcpworld.worlds.users import User
 
 if TYPE_CHECKING:
     from mcpworld.worlds.answers import AnswerPart
@@ -206,6 +207,10 @@ class Task:
     """For a refusal: what neither the decline's message nor the final reply may reveal, stated in any form
     (a number within 2%, a text case aside): each item a "table.column" of the world (every starting value of
     that column: balances, titles) or a literal value ("7190", "vendor")."""
+    user: User | None = None
+    """Makes the task a conversation (`mcpworld.worlds.users`): the agent talks to a simulated user with the
+    `message_user` tool instead of being handed `instruction` (which is then the user's scenario, shown only when
+    no simulator can play the user)."""
     provisional: bool = False
     """A task with no reference yet, judged by its `verify` alone (an imported verifier: AWM's): kept apart, played
     only when asked (`mcpworld run --include-provisional`), until agreeing trajectories give it a reference."""
@@ -258,6 +263,8 @@ class World:
     """Whether seeds other than 0 rename ids and names and move dates (variation.py). Off unless a world opts in:
     a tool that holds an id or a date in its code (a prize drawn from ["A1", "A2"]) breaks under a renaming, so
     a world opts in once its references pass and its no-op fails on other seeds (tests/worlds/test_variation.py)."""
+    user_guidelines: str = ""
+    """How a model plays this world's users (τ² worlds: τ²'s simulation guidelines); empty: the project's own."""
     max_answer_chars: int = 400
     """The longest decline message a world accepts."""
     digest: str = ""

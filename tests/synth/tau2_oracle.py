@@ -1,6 +1,8 @@
 """Driver for τ²-bench as an oracle (tests/synth/test_tau2.py): runs inside τ²'s own Python >= 3.12 environment.
 
-Reads JSON on stdin: {"domain": ..., "cases": [{"task": id, "calls": [[name, args], ...], "answer": text}]};
+Reads JSON on stdin: {"domain": ..., "cases": [{"task": id, "calls": [[name, args], ...], "answer": text}]}; a
+call named `message_user` is a conversation turn instead: the agent's message ({"message"}), then the user's
+reply ({"reply"}), as τ²'s orchestrator records them;
 writes JSON on stdout: per case, every tool result text (and error flag) from τ²'s environment, its DB hash, and
 the reward and breakdown of τ²'s own `evaluate_simulation` over that trajectory (the answer as the agent's last
 message, terminated by an agent stop). Only τ²'s public API is used; nothing of τ² is copied.
@@ -16,7 +18,7 @@ from loguru import logger  # noqa: E402
 
 logger.remove()
 
-from tau2.data_model.message import AssistantMessage, ToolCall  # noqa: E402
+from tau2.data_model.message import AssistantMessage, ToolCall, UserMessage  # noqa: E402
 from tau2.data_model.simulation import SimulationRun, TerminationReason  # noqa: E402
 from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation  # noqa: E402
 from tau2.registry import registry  # noqa: E402
@@ -29,6 +31,11 @@ def play(domain, task, calls, answer):
     messages = [AssistantMessage(role="assistant", content="Hi! How can I help you today?")]
     results = []
     for i, (name, arguments) in enumerate(calls):
+        if name == "message_user":
+            messages.append(AssistantMessage(role="assistant", content=arguments["message"]))
+            messages.append(UserMessage(role="user", content=arguments.get("reply") or "ok"))
+            results.append([None, False])
+            continue
         call = ToolCall(id=f"c{i}", name=name, arguments=arguments, requestor="assistant")
         messages.append(AssistantMessage(role="assistant", tool_calls=[call]))
         reply = env.get_response(call)

@@ -374,3 +374,89 @@ def test_audit_reports_what_tau2_lets_a_wrong_policy_pass(runtime: WorldRuntime)
     assert report.ok, [f"{f.task}: {f.policy}: {f.detail}" for f in report.failures]
     assert report.tau2["noop"] == ["0"]
     assert report.as_dict()["tau2"]["noop"] == ["0"]
+
+
+CONVERSATION_USER = ["Hi, I need help with my booking.", "Yes, please go ahead.", "Thanks. ###STOP###"]
+
+
+@pytest.mark.skipif(not ORACLE.is_file(), reason="τ² oracle environment .venv/tau2-oracle is absent (.ci/run makes "
+                                                  "it: Python >= 3.12, pip install ../shared/thirdparty/tau2-bench)")
+@pytest.mark.parametrize("domain", ["airline", "retail"])
+def test_a_conversation_scores_as_tau2_scores_it(domain: str, packages: Path) -> None:
+    """Served with a user model (a replay server), a τ² task is a conversation: the agent is not given the user's
+    scenario, the user model is prompted with τ²'s own simulation guidelines and the scenario, and what the agent
+    says through `message_user` is what τ²'s COMMUNICATE reads. For tasks that want facts communicated, the gold
+    calls with the facts said in a message, and without them, score as τ²'s evaluator scores the same
+    conversation (the agent's messages and the user's replies, ended by an agent stop)."""
+    import anyio
+    from mcp import Client
+
+    from mcpworld.core.llm import ChatClient
+    from mcpworld.core.llm_replay import ReplayLLM, serve
+    from mcpworld.core.protocol import EpisodeControl
+    from mcpworld.core.testing import free_port
+    from mcpworld.worlds.server import WorldServer
+    from mcpworld.worlds.users import UserModel
+
+    runtime_for(domain, packages)
+    servable = [t for t in tasks_for(domain) if not (t["evaluation_criteria"].get("nl_assertions")
+                                                     and "NL_ASSERTION" in t["evaluation_criteria"]["reward_basis"])]
+    chosen = [t for t in servable if "COMMUNICATE" in t["evaluation_criteria"]["reward_basis"]
+              and t["evaluation_criteria"].get("communicate_info")][:3] or servable[:2]
+    llm = ReplayLLM({"How can I help": [{"content": c} for c in CONVERSATION_USER]})
+    cases, keys = [], []
+    for task in chosen:
+        infos = task["evaluation_criteria"].get("communicate_info") or []
+        gold = gold_calls(task)
+        for label, said in (("told", f"Here is what you asked: {', '.join(infos)}."), ("untold", "All done.")):
+            calls = [["message_user", {"message": "How can I help with it?", "reply": CONVERSATION_USER[1]}],
+                     *gold, ["message_user", {"message": said, "reply": CONVERSATION_USER[2]}]]
+            cases.append({"task": task["id"], "calls": calls, "answer": None})
+            keys.append((task["id"], label))
+    theirs = oracle({"domain": domain, "cases": cases})
+    with serve(llm, free_port()) as base:
+        runtime = WorldRuntime(load_package(packages / f"tau2-{domain}"))
+        server = WorldServer(runtime, user_model=UserModel(ChatClient(base_url=base, model="user"),
+                                                           runtime.world.user_guidelines))
+
+        async def play(case: dict[str, Any]) -> dict[str, Any]:
+            async with Client(server.server) as client:
+                ctl = EpisodeControl(client)
+                started = await ctl.start(case["task"])
+                assert started.user == "model" and started.instruction.startswith(CONVERSATION_USER[0])
+                for name, arguments in case["calls"]:
+                    if name == "message_user":
+                        arguments = {"message": arguments["message"]}
+                    await ctl.call(started.episode, name, arguments)
+                verdict = (await ctl.verify(started.episode, token=None)).verdict
+                assert "tau2" not in verdict.evidence  # sealed for a policy: τ²'s reward reaches token holders
+                return {}
+
+        async def judged(case: dict[str, Any]) -> dict[str, Any]:
+            episode = runtime.fork(case["task"])
+            conversation = runtime.open_conversation(episode)
+            assert conversation is not None
+            conversation.messages.append({"role": "user", "content": CONVERSATION_USER[0]})
+            try:
+                for name, arguments in case["calls"]:
+                    if name == "message_user":
+                        conversation.messages += [{"role": "assistant", "content": arguments["message"]},
+                                                  {"role": "user", "content": arguments["reply"]}]
+                    else:
+                        runtime.call(episode, name, arguments)
+                return runtime.verify(episode, None).evidence["tau2"]
+            finally:
+                episode.close()
+
+        anyio.run(play, cases[0])
+        first = llm.requests[0]["messages"]
+        guidelines = (DATA / "user_simulator" / "simulation_guidelines.md").read_text(encoding="utf-8")
+        assert guidelines.strip()[:200] in first[0]["content"]  # τ²'s guidelines, then the task's scenario
+        assert chosen[0]["user_scenario"]["instructions"]["reason_for_call"].strip()[:80] in first[0]["content"]
+        unequal = []
+        for (task_id, label), case, expected in zip(keys, cases, theirs, strict=True):
+            got = anyio.run(judged, case)
+            if (got["reward"], got["breakdown"]) != (expected["reward"], expected["breakdown"]):
+                unequal.append(f"task {task_id} {label}: ours {got} τ² {expected['reward']} {expected['breakdown']}")
+        told = [expected["reward"] for (_, label), expected in zip(keys, theirs) if label == "told"]
+        assert all(r == 1.0 for r in told) and not unequal, "\n".join(unequal)

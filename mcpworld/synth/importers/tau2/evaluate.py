@@ -108,6 +108,9 @@ class Tau2Judge:
         unserved = [b for b in basis if b == "ENV_ASSERTION" or (b == "NL_ASSERTION" and criteria.get("nl_assertions"))]
         if unserved:  # an LLM judge (NL assertions) and telecom's assertions are not served yet
             return {"tau2": {"reward": None, "breakdown": None, "note": f"not served yet: {', '.join(unserved)}"}}
+        conversation = getattr(episode, "conversation", None)
+        if conversation is not None:  # the greeting and every message the agent sent, then the verify answer
+            messages = conversation.said_by_agent()[1:]
         said = [GREETING, *(messages or []), *([answer] if answer else [])]
         breakdown: dict[str, float] = {}
         reward = 1.0

@@ -31,6 +31,7 @@ from mcpworld.synth.importers.tau2.airline_models import FlightDB
 from mcpworld.synth.importers.tau2.evaluate import Tau2Judge
 from mcpworld.synth.importers.tau2.retail_models import RetailDB
 from mcpworld.synth.importers.tau2.tools import AIRLINE_SCHEMAS, RETAIL_SCHEMAS, definitions, make_tools
+from mcpworld.worlds.users import User
 from mcpworld.worlds.world import Check, Outcome, Rule, Task, World, call, world_base
 
 PACKAGE_INIT = '''"""A τ²-bench domain imported by `mcpworld synth import-tau2` (see manifest.json and docs/tau2.md)."""
@@ -84,6 +85,9 @@ def write_package(data: Path, domain_name: str, dest: Path) -> Path:
     split = folder / "split_tasks.json"
     (dest / "split.json").write_text(split.read_text(encoding="utf-8") if split.is_file() else "{}", encoding="utf-8")
     shutil.copyfile(folder / "policy.md", dest / "policy.md")
+    guidelines = data / "user_simulator" / "simulation_guidelines.md"  # how τ²'s user simulator is prompted
+    if guidelines.is_file():
+        shutil.copyfile(guidelines, dest / "user_guidelines.md")
     source = data.parent.parent / "src" / "tau2" / "domains" / domain_name / "tools.py"
     tools, from_source = definitions(domain.schemas, source)
     manifest = {"name": world_name(domain_name), "domain": domain_name, "title": domain.title,
@@ -121,12 +125,13 @@ def play_gold(package: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def scenario_text(scenario: dict[str, Any] | None) -> str:
-    """The simulated user's scenario as a task instruction: persona, then the structured instructions."""
+def scenario_text(scenario: dict[str, Any] | None, persona: bool = True) -> str:
+    """The simulated user's scenario as a task instruction: persona (unless not `persona`), then the structured
+    instructions."""
     if not scenario:
         return ""
     parts = []
-    if scenario.get("persona"):
+    if scenario.get("persona") and persona:
         parts.append(f"Persona: {scenario['persona']}")
     instructions = scenario.get("instructions")
     if isinstance(instructions, dict):
@@ -173,7 +178,9 @@ def tau2_tasks(tasks: list[dict[str, Any]], split: dict[str, list[str]], kinds: 
         infos = [str(i) for i in criteria.get("communicate_info") or []]
         writes = info["changes"] if info else any(kinds.get(a["name"]) == "write" for a in actions)
         refusal = not writes and not infos
-        out.append(Task(id=str(t["id"]), instruction=scenario_text(t.get("user_scenario")) or str(t["id"]),
+        scenario = t.get("user_scenario") or {}
+        user = User(instructions=scenario_text(scenario, persona=False), persona=str(scenario.get("persona") or ""))
+        out.append(Task(id=str(t["id"]), instruction=scenario_text(scenario) or str(t["id"]), user=user,
                         solution=gold, split="test" if t["id"] in test else "train",
                         rubric=[str(x) for x in criteria.get("nl_assertions") or []],
                         kind="refusal" if refusal else "state", reason="policy" if refusal else None,
@@ -231,4 +238,5 @@ def load_package(path: str | Path) -> World:
         tasks=tau2_tasks(tasks, split, domain.kinds, played), rules=[POLICY_RULE],
         tags=["tau2", manifest["domain"]], clock=datetime.fromisoformat(domain.clock),
         source=f"tau2-bench {manifest['domain']} ({manifest.get('source', '')})", evidence=evidence,
+        user_guidelines=guide.read_text(encoding="utf-8") if (guide := path / "user_guidelines.md").is_file() else "",
     )
