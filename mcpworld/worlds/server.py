@@ -226,7 +226,7 @@ class WorldServer:
             return refused
         try:
             if self.interactive and params.name in _INTERACTIVE_NAMES:
-                return self._interactive(ctx, params.name, arguments)
+                return await self._interactive(ctx, params.name, arguments)
             episode = self._episode(ctx)
         except EpisodeError as exc:
             return text_result(str(exc), error=True)
@@ -280,7 +280,7 @@ class WorldServer:
                                      "note": "the user ended the conversation: end the episode now"})
         return CallResult(value={"user": reply})
 
-    def _interactive(self, ctx: Any, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def _interactive(self, ctx: Any, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         """`start_task` / `check_task`: a person's (or a model's) episode, named by the handle start_task returns.
 
         On a session or a stream the handle is optional (the connection's default episode is the one started);
@@ -305,8 +305,11 @@ class WorldServer:
                 return text_result(f"{exc}; known tasks: {', '.join(self.runtime.tasks)}", error=True)
             except EpisodeError as exc:
                 return text_result(str(exc), error=True)
-            return value_result({"episode": episode.id, "task": task_id,
-                                 "instruction": self.runtime.instruction(episode.task, episode.seed),  # type: ignore[arg-type]
+            try:
+                instruction = await self._instruction(episode)
+            except MCPError as exc:
+                return text_result(exc.error.message, error=True)
+            return value_result({"episode": episode.id, "task": task_id, "instruction": instruction,
                                  "note": f"pass \"{HANDLE_ARGUMENT}\": \"{episode.id}\" to check_task and to "
                                          "every tool call for this task"})
         try:
@@ -438,17 +441,7 @@ class WorldServer:
             raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
         except EpisodeError as exc:
             raise MCPError(code=types.INVALID_REQUEST, message=str(exc)) from None
-        instruction = self.runtime.instruction(episode.task, episode.seed) if episode.task else ""
-        conversation = self.runtime.open_conversation(episode)
-        if conversation is not None:  # the user speaks first, answering the greeting: that is the instruction
-            try:
-                opening = await user_says(conversation, self.runtime.user_model)
-            except LLMError as exc:
-                self.episodes.close(episode.id)
-                raise MCPError(code=types.INTERNAL_ERROR, message=f"the user simulator failed: {exc}") from None
-            note = task_note(episode.task)  # type: ignore[arg-type]
-            instruction = f"{opening}\n\n(A user said this. Talk to them with {MESSAGE_USER}.)" + (
-                f"\n\n{note}" if note else "")
+        instruction = await self._instruction(episode)
         started: dict[str, Any] = {"episode": episode.id, "task": task,
                                    "instruction": instruction,
                                    "policy": self._policy, "expiresInS": float(self.episodes.limits.ttl_s),
@@ -458,6 +451,22 @@ class WorldServer:
         if (mode := self.runtime.conversation_mode(episode.task)) is not None:
             started["user"] = mode
         return started
+
+    async def _instruction(self, episode: Episode) -> str:
+        """What a fresh episode's agent is told: the task's instruction, or in a conversation the user's first
+        message (they answer τ²'s greeting). A user model that fails closes the episode: MCPError, never a reward."""
+        if episode.task is None:
+            return ""
+        conversation = self.runtime.open_conversation(episode)
+        if conversation is None:
+            return self.runtime.instruction(episode.task, episode.seed)
+        try:
+            opening = await user_says(conversation, self.runtime.user_model)
+        except LLMError as exc:
+            self.episodes.close(episode.id)
+            raise MCPError(code=types.INTERNAL_ERROR, message=f"the user simulator failed: {exc}") from None
+        note = task_note(episode.task)
+        return f"{opening}\n\n(A user said this. Talk to them with {MESSAGE_USER}.)" + (f"\n\n{note}" if note else "")
 
     def _build_template(self, task_id: str | None) -> None:
         """Build the template `task_id` starts from; a failure is kept by the runtime and reported by the start."""

@@ -187,3 +187,21 @@ def test_mcpworld_run_plays_a_conversation_end_to_end(chat_url: str, tmp_path: P
     assert "pass^2" in proc.stdout
     assert second["seed"] == 1  # on seed 1 the e-mail is renamed and the balance scaled: the recording fails
     assert second["verdict"]["passed"] is False
+
+
+def test_a_person_with_interactive_tools_talks_to_the_user_too() -> None:
+    """`--interactive` (people in a desktop client): start_task gives the user's first message, and message_user
+    talks in that episode."""
+    from mcpworld.worlds.loader import load_world
+    from mcpworld.worlds.runtime import WorldRuntime
+    from mcpworld.worlds.server import WorldServer
+
+    server = WorldServer(WorldRuntime(load_world(WORLD)), interactive=True)
+
+    async def main() -> None:
+        async with Client(server.server) as client:
+            started = json.loads(text(await client.call_tool("start_task", {"task_id": "balance-chat"})))
+            assert started["instruction"].startswith("Hi, I'd like to know my balance.")
+            reply = await client.call_tool("message_user", {"message": "Your e-mail?", "episode": started["episode"]})
+            assert json.loads(text(reply)) == {"user": "Sure, it's ada@example.com."}
+    anyio.run(main)
