@@ -46,7 +46,7 @@ from mcpworld.core.tools import ArgumentError
 from mcpworld.worlds.episodes import EpisodeError, WorldUnavailable
 from mcpworld.worlds.host import running
 from mcpworld.worlds.runtime import Episode, UnknownTask
-from mcpworld.worlds.server import MAX_ARGUMENT_BYTES, WorldServer
+from mcpworld.worlds.server import MAX_ARGUMENT_BYTES, NotJudged, WorldServer
 
 logger = logging.getLogger(__name__)
 
@@ -292,12 +292,11 @@ class GymWorlds:
         server, episode, state = self.episode(request)
         termination, answer, why = ending(response, [t["name"] for t in server.runtime.listed_tools])
 
-        def judge() -> Any:
-            with episode.serving():
-                return server.runtime.verify(episode, answer)
-
         try:
-            verdict = await anyio.to_thread.run_sync(judge)
+            with episode.serving():
+                verdict = await server.verdict(episode, answer, in_thread=True)
+        except NotJudged as exc:  # the server's failure, never a reward: NeMo Gym sees an error, not a 0
+            raise Refused(503, f"{state['world']} task {state['task']!r}: {exc}") from None
         except Exception as exc:
             raise Refused(500, unexpected_error(f"verifying {state['world']} task {state['task']!r}", exc)) from None
         finally:

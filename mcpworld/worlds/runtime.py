@@ -102,6 +102,7 @@ class Episode:
     log: list[tuple[str, dict[str, Any], CallResult]] | None = None  # every call, for worlds with `evidence`
     conversation: Conversation | None = None  # a conversational task's messages with its user (users.py)
     failed: str | None = None  # the server failed this episode (its user simulator): never judged
+    prejudged: dict[str, Any] = field(default_factory=dict)  # what `World.prejudge` found (a model's judgement)
     _serving: int = 0  # calls in progress (a blocking one may outlive its caller's timeout)
     _serving_lock: threading.Lock = field(default_factory=threading.Lock)
 

@@ -30,6 +30,7 @@ from mcpworld.core.episode_server import (
     with_handle_note,
 )
 from mcpworld.core.llm import LLMError
+from mcpworld.core.models import Verdict
 from mcpworld.core.streamable import WireHooks
 from mcpworld.worlds.episodes import EpisodeError, EpisodeLimits, EpisodeManager, WorldUnavailable
 from mcpworld.worlds.runtime import CallResult, Episode, UnknownTask, WorldRuntime
@@ -77,6 +78,10 @@ _INTERACTIVE_TOOLS = [
 
 
 _INTERACTIVE_NAMES = frozenset(t.name for t in _INTERACTIVE_TOOLS)
+
+
+class NotJudged(RuntimeError):
+    """The server failed the episode (its user simulator, its judge model): it has no verdict, and no reward."""
 
 
 def _bad_params(message: str, data: Any = None) -> MCPError:
@@ -476,7 +481,7 @@ class WorldServer:
                 self.runtime.template(task)
 
     async def _verify(self, ctx: Any, params: p.VerifyParams) -> dict[str, Any]:
-        return self._judge(params.episode, params.answer, params.token)
+        return await self._judge(params.episode, params.answer, params.token)
 
     async def _verify_wire(self, params: dict[str, Any]) -> dict[str, Any] | None:
         """`_verify` for params its model would take as they are (the transport's `WireHooks.methods`)."""
@@ -485,18 +490,34 @@ class WorldServer:
         if not params.keys() <= _VERIFY_KEYS or type(episode) is not str or type(close) not in (bool, type(None)) or (
                 answer is not None and type(answer) is not str) or (token is not None and type(token) is not str):
             return None
-        return self._judge(episode, answer, token)
+        return await self._judge(episode, answer, token)
 
-    def _judge(self, episode_id: str, answer: str | None, token: str | None) -> dict[str, Any]:
+    async def verdict(self, episode: Episode, answer: str | None, in_thread: bool = False) -> Verdict:
+        """The episode's verdict, for every face (MCP verify, NeMo Gym): the world's `prejudge` awaited first (a
+        model's judgement), then the runtime's judging. NotJudged when the server failed the episode (its user
+        simulator or judge model): the caller counts and names it, and never scores it. `in_thread`: judge off
+        the event loop (NeMo Gym's verify, whose rollouts can be long)."""
+        if episode.failed is None and self.runtime.world.prejudge is not None and episode.task is not None:
+            try:
+                await self.runtime.world.prejudge(self.runtime, episode, answer)
+            except LLMError as exc:
+                episode.failed = f"the judge model failed: {exc}"
+        if episode.failed is not None:
+            raise NotJudged(f"episode not judged: {episode.failed}")
+        if in_thread:
+            return await anyio.to_thread.run_sync(self.runtime.verify, episode, answer)
+        return self.runtime.verify(episode, answer)
+
+    async def _judge(self, episode_id: str, answer: str | None, token: str | None) -> dict[str, Any]:
         """An episode's one verdict, which ends it: its `VerifyResult` as the wire carries it, built without the
         model. Sealed (pass/fail per group, no details) unless the caller presents the registry token: the
         details name expected values, and verify must never be an answer oracle."""
         episode = self._lookup(episode_id)
-        if episode.failed is not None:  # the server's failure: counted and named by the caller, never scored
-            self.episodes.close(episode.id)
-            raise MCPError(code=types.INTERNAL_ERROR, message=f"episode not judged: {episode.failed}")
         try:
-            verdict = self.runtime.verify(episode, answer)
+            verdict = await self.verdict(episode, answer)
+        except NotJudged as exc:  # the server's failure: counted and named by the caller, never scored
+            self.episodes.close(episode.id)
+            raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
         except UnknownTask as exc:
             raise _bad_params(f"cannot verify: {exc}") from None
         closed = self.episodes.close(episode.id)

@@ -7,7 +7,7 @@ first argument is the episode's `Session`, and `Task`s whose `verify` judges the
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -269,6 +269,10 @@ class World:
     """The longest decline message a world accepts."""
     digest: str = ""
     """A content hash of the world's package, set by the loader (empty for a world built in code)."""
+    prejudge: Callable[[Any, Any, str | None], Awaitable[None]] | None = None
+    """Work a verdict needs that awaits a model (τ²'s NL assertions judged by an LLM): the server awaits
+    `prejudge(runtime, episode, answer)` before judging and it leaves what it found on `Episode.prejudged`; an
+    LLMError from it is the server's failure (the episode is not judged). Paths without a server skip it."""
     evidence: Callable[[Any, Any, str | None], dict[str, Any]] | None = None
     """Extra verdict evidence: `evidence(runtime, episode, answer)` is called after the standard judging and its
     keys are added to the verdict's evidence (τ² worlds add `tau2: {reward, breakdown}`). A world that sets it has
