@@ -280,6 +280,8 @@ class WorldServer:
             episode.failed = f"the user simulator failed: {exc}"
             return CallResult(error=f"{episode.failed} (the server's failure, not yours: this episode is not judged)")
         episode.calls += 1
+        if episode.log is not None:  # a world that judges the calls (τ²) sees the conversation in its order
+            episode.log.append((MESSAGE_USER, {"message": message}, CallResult(value={"user": reply})))
         if conversation.ended is not None:
             return CallResult(value={"user": reply, "ended": conversation.ended,
                                      "note": "the user ended the conversation: end the episode now"})

@@ -15,8 +15,9 @@ task's `reward_basis`:
 
 The assistant messages are τ²'s constant greeting, the agent's messages to the user, and the `episode/verify`
 answer as the last one. `episode/verify` is an agent stop, so the gate passes; an episode that ends any other way
-is never verified (τ² would score it 0). NL_ASSERTION with an empty list scores 1, as in τ²; NL assertions (an LLM
-judge) and ENV_ASSERTION are not served yet: a task whose basis needs them is reported, not scored.
+is never verified (τ² would score it 0). NL_ASSERTION with an empty list scores 1, as in τ²; NL assertions are
+judged by the server's judge model (`nl.py`, awaited before judging: `Tau2Judge.prejudge`), and without one a task
+that needs them is reported, not scored; ENV_ASSERTION (telecom) is not served yet.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from mcpworld.core.llm import ChatClient
+from mcpworld.synth.importers.tau2.nl import judge, judge_client, nl_reward, transcript
 from mcpworld.worlds.database import CHANGES_TABLE
 
 GREETING = "Hi! How can I help you today?"  # τ²'s orchestrator opens every conversation with it
@@ -71,8 +74,9 @@ def actions_reward(gold: list[dict[str, Any]] | None, calls: list[tuple[str, dic
 class Tau2Judge:
     """Computes the `tau2` evidence for one world's episodes; plays each task's gold actions once."""
 
-    def __init__(self, criteria: dict[str, dict[str, Any]]):
+    def __init__(self, criteria: dict[str, dict[str, Any]], judge_model: ChatClient | None = None):
         self.criteria = criteria  # task id -> τ²'s evaluation_criteria
+        self.judge_model = judge_model  # the NL assertions' judge; None: MCPWORLD_JUDGE_MODEL, if set
         self._gold: dict[str, dict[tuple[str, str], str | None]] = {}
 
     def gold_records(self, runtime: Any, task_id: str) -> dict[tuple[str, str], str | None]:
@@ -87,6 +91,23 @@ class Tau2Judge:
             finally:
                 episode.close()
         return made
+
+    @staticmethod
+    def needs_judge(criteria: dict[str, Any]) -> bool:
+        return "NL_ASSERTION" in (criteria.get("reward_basis") or []) and bool(criteria.get("nl_assertions"))
+
+    async def prejudge(self, runtime: Any, episode: Any, answer: str | None) -> None:
+        """The judge model's results for the task's NL assertions, on `episode.prejudged` (the server awaits this
+        before judging; nothing without a judge model, or for a task that needs none)."""
+        criteria = self.criteria.get(episode.task.id) or {}
+        client = self.judge_model if self.judge_model is not None else judge_client()
+        if not self.needs_judge(criteria) or client is None:
+            return
+        conversation = getattr(episode, "conversation", None)
+        opening = conversation.messages[:2] if conversation is not None else [{"role": "assistant",
+                                                                                "content": GREETING}]
+        text = transcript(opening, episode.log or [], answer)
+        episode.prejudged["nl_assertions"] = await judge(client, text, list(criteria["nl_assertions"]))
 
     def db_match(self, runtime: Any, episode: Any) -> bool:
         gold = self.gold_records(runtime, episode.task.id)
@@ -105,9 +126,13 @@ class Tau2Judge:
         if criteria is None:
             return {"tau2": {"reward": 1.0, "breakdown": None, "note": "No evaluation criteria"}}
         basis = criteria.get("reward_basis") or ["DB", "COMMUNICATE"]
-        unserved = [b for b in basis if b == "ENV_ASSERTION" or (b == "NL_ASSERTION" and criteria.get("nl_assertions"))]
-        if unserved:  # an LLM judge (NL assertions) and telecom's assertions are not served yet
-            return {"tau2": {"reward": None, "breakdown": None, "note": f"not served yet: {', '.join(unserved)}"}}
+        judged = episode.prejudged.get("nl_assertions")
+        if "ENV_ASSERTION" in basis:  # telecom's assertions are not served yet
+            return {"tau2": {"reward": None, "breakdown": None, "note": "not served yet: ENV_ASSERTION"}}
+        if self.needs_judge(criteria) and judged is None:
+            return {"tau2": {"reward": None, "breakdown": None,
+                             "note": "NL_ASSERTION needs a judge model: serve with MCPWORLD_JUDGE_MODEL and "
+                                     "MCPWORLD_JUDGE_BASE_URL"}}
         conversation = getattr(episode, "conversation", None)
         if conversation is not None:  # the greeting and every message the agent sent, then the verify answer
             messages = conversation.said_by_agent()[1:]
@@ -123,8 +148,8 @@ class Tau2Judge:
         if "ACTION" in basis:
             calls = [(name, args) for name, args, _ in (episode.log or [])]
             reward *= (breakdown.setdefault("ACTION", actions_reward(criteria.get("actions"), calls)))
-        if "NL_ASSERTION" in basis:  # only an empty list gets here: τ² scores it 1 without a judge
-            breakdown["NL_ASSERTION"] = 1.0
+        if "NL_ASSERTION" in basis:  # an empty list scores 1 without a judge, as in τ²
+            reward *= breakdown.setdefault("NL_ASSERTION", nl_reward(judged) if judged is not None else 1.0)
         if "COMMUNICATE" in basis:
             reward *= (breakdown.setdefault("COMMUNICATE", communicate(criteria.get("communicate_info"), said)))
         return {"tau2": {"reward": reward, "breakdown": breakdown}}
