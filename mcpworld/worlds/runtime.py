@@ -350,6 +350,8 @@ class WorldRuntime:
                 value, error = submit(episode, self.world, name, arguments or {})
                 return CallResult(value=value, error=error)
             names = sorted([*self.tools, *SUBMISSION_TOOLS])
+            if self.world.unknown_tool is not None:  # a world that answers in its original's words (τ²)
+                return CallResult(error=self.world.unknown_tool(name))
             return CallResult(error=f"unknown tool {name!r}; available: {', '.join(names)}")
         try:  # a raw tool (world.raw_tool) gets the arguments as sent, unvalidated
             kwargs = {"arguments": dict(arguments or {})} if hasattr(spec.fn, RAW_SPEC) else spec.parse(arguments)

@@ -269,6 +269,9 @@ class World:
     """The longest decline message a world accepts."""
     digest: str = ""
     """A content hash of the world's package, set by the loader (empty for a world built in code)."""
+    unknown_tool: Callable[[str], str] | None = None
+    """The error text for a call of a tool the world does not have, when it must be its original's (τ² worlds:
+    "Error: Tool 'x' not found."); None: the project's, which lists the tools there are."""
     prejudge: Callable[[Any, Any, str | None], Awaitable[None]] | None = None
     """Work a verdict needs that awaits a model (τ²'s NL assertions judged by an LLM): the server awaits
     `prejudge(runtime, episode, answer)` before judging and it leaves what it found on `Episode.prejudged`; an

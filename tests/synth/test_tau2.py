@@ -130,6 +130,7 @@ def edges(db: dict[str, Any]) -> list[list[Any]]:
     reservation = db["users"][user]["reservations"][0]
     return [
         ["list_all_airports", {}],
+        ["book_a_spaceship", {"destination": "Mars"}],  # a tool the domain does not have: τ²'s own error text
         ["search_direct_flight", {"origin": "JFK", "destination": "SEA", "date": "2024-05-20"}],
         ["search_onestop_flight", {"origin": "JFK", "destination": "SEA", "date": "2024-05-20"}],
         ["search_onestop_flight", {"origin": "SFO", "destination": "BOS", "date": "2024-05-30"}],

@@ -238,6 +238,6 @@ def load_package(path: str | Path) -> World:
         tasks=tau2_tasks(tasks, split, domain.kinds, played), rules=[POLICY_RULE],
         tags=["tau2", manifest["domain"]], clock=datetime.fromisoformat(domain.clock),
         source=f"tau2-bench {manifest['domain']} ({manifest.get('source', '')})", evidence=evidence,
-        prejudge=judge.prejudge,
+        prejudge=judge.prejudge, unknown_tool=lambda name: f"Error: Tool '{name}' not found.",
         user_guidelines=guide.read_text(encoding="utf-8") if (guide := path / "user_guidelines.md").is_file() else "",
     )
