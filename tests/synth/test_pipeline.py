@@ -86,7 +86,8 @@ def test_whole_world_from_a_scenario_with_self_correction(isolated_home: Path, r
     assert {r["id"]: r["enforced"] for r in spec["rules"]} == {
         "loan-limit": True, "on-loan": True, "borrower-returns": False, "member-privacy": False}
     count = next(t for t in spec["tasks"] if t["id"] == "count-loans")
-    assert count["check"] == {"type": "answer", "parts": [{"type": "count", "value": 2, "allow": [], "label": ""}]}
+    assert count["check"] == {"type": "answer", "parts": [{"type": "count", "value": 2, "allow": [], "label": "",
+                                                              "scales": False}]}
     assert "library" in {r.name for r in discover()}
     assert result.tools == 5 and result.tasks == 5
     assert result.registry.startswith("registered io.mcpworld/library")
