@@ -65,6 +65,7 @@ def test_import_report_says_what_was_kept_provisional_and_dropped_and_why(import
     summary, pet = imported["report"]["summary"], imported["scenarios"]["pet_clinic_1"]
     assert summary["scenarios"] == 4 and summary["imported"] == 2
     assert pet["ok"] and pet["tools"] == 4 and pet["kept"] == ["task-0", "task-1", "task-3", "task-4"]
+    assert json.loads((Path(pet["path"]) / "scenario.json").read_text())["served_as"] == "awm"  # as AWM's server
     dropped = {d["task"]: d["reason"] for d in pet["dropped"]}
     # AWM issue #16: the target already holds in the initial database, so a no-op passes AWM's own verifier;
     # dropped with that reason, never "repaired" (task-6's verifier only checks that Luna has some appointment)
@@ -257,3 +258,110 @@ def test_bad_lines_are_reported_and_skipped_not_fatal(tmp_path: Path) -> None:
     problems = {s["scenario"]: s["problems"][0] for s in report["scenarios"]}
     assert "malformed record" in problems["library_loans"] and "no integer 'task_idx'" in problems["library_loans"]
     assert "no gen_envs.jsonl record" in problems["ghost_gym"] and code == 1
+
+
+# -- what the agent sees and what calls do, as AWM's own server (FastAPI + FastApiMCP + the MCP SDK) -----------
+
+EXTRA_ENDPOINTS = '''
+class PetCreate(BaseModel):
+    owner_id: int
+    name: str
+    species: str
+
+
+class Reminder(BaseModel):
+    note: Optional[str] = None
+    urgent: bool = False
+
+
+@app.post("/pets", response_model=PetOut, summary="Register a pet", operation_id="add_pet")
+def add_pet(body: PetCreate, db: Session = Depends(get_db)):
+    pet = Pet(owner_id=body.owner_id, name=body.name, species=body.species)
+    db.add(pet)
+    db.commit()
+    db.refresh(pet)
+    return pet
+
+
+@app.post("/reminders", summary="Send a reminder to the clinic's owners", operation_id="send_reminder")
+def send_reminder(body: Reminder, db: Session = Depends(get_db)):
+    db.add(Owner(name="Reminder sent", email=body.note))
+    db.commit()
+    return {"sent": True, "urgent": body.urgent}
+
+
+if __name__ == "__main__":'''
+
+
+@pytest.fixture(scope="module")
+def faithful(tmp_path_factory: pytest.TempPathFactory) -> WorldRuntime:
+    """Pet Clinic 1 with two more endpoints: one whose body has only optional fields, one that breaks a CHECK."""
+    root = tmp_path_factory.mktemp("awm-faithful")
+    data = root / "data"
+    shutil.copytree(DATA, data)
+    lines = []
+    for line in (data / "gen_envs.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record["scenario"] == "Pet Clinic 1":
+            record["full_code"] = record["full_code"].replace('\n\nif __name__ == "__main__":', EXTRA_ENDPOINTS)
+        lines.append(json.dumps(record))
+    (data / "gen_envs.jsonl").write_text("\n".join(lines) + "\n")
+    code, output = run_cli("import-awm", str(data), "--only", "Pet Clinic 1", "--references",
+                           str(DATA / "references.jsonl"), "--no-audit", "-o", str(root / "out"))
+    assert code == 0, output
+    return WorldRuntime(load_world(root / "out" / "awm-pet-clinic-1"))
+
+
+def count(episode: object, table: str) -> int:
+    return episode.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # type: ignore[attr-defined]
+
+
+def test_input_schemas_are_fastapi_mcps(faithful: WorldRuntime) -> None:
+    """A required field is plain T (no anyOf with null, no null default), and nothing forbids extra properties."""
+    create = faithful.tools["create_appointment"].input_schema
+    assert create["required"] == ["pet_id", "date"] and "additionalProperties" not in create
+    assert create["properties"]["pet_id"]["type"] == "integer" and "anyOf" not in create["properties"]["pet_id"]
+    assert "default" not in create["properties"]["pet_id"]
+    owner = faithful.tools["list_pets"].input_schema["properties"]["owner_id"]
+    assert owner["type"] == "integer" and owner["description"] == "Only pets of this owner"
+
+
+def test_strings_are_not_coerced_and_nothing_is_written(faithful: WorldRuntime) -> None:
+    episode = faithful.fork("task-3")
+    before = count(episode, "appointments"), count(episode, "owners")
+    made = faithful.call(episode, "create_appointment", {"pet_id": "2", "date": "2026-06-12"})
+    assert made.error and "Input validation error" in made.error and "'2' is not of type 'integer'" in made.error
+    sent = faithful.call(episode, "send_reminder", {"note": "hi", "urgent": "true"})
+    assert sent.error and "'true' is not of type 'boolean'" in sent.error
+    assert (count(episode, "appointments"), count(episode, "owners")) == before
+    episode.close()
+
+
+def test_null_for_an_optional_field_is_refused_and_unknown_arguments_ignored(faithful: WorldRuntime) -> None:
+    episode = faithful.fork("task-1")
+    listed = faithful.call(episode, "list_pets", {"owner_id": None})
+    assert listed.error and "None is not of type 'integer'" in listed.error
+    done = faithful.call(episode, "cancel_appointment", {"appointment_id": 2, "reason": "moved away"})
+    assert done.error is None and done.value["status"] == "cancelled"
+    episode.close()
+
+
+def test_a_body_without_arguments_is_not_sent_so_fastapi_answers_422(faithful: WorldRuntime) -> None:
+    """FastApiMCP sends the leftover arguments as the body only when there are some: `{}` reaches FastAPI without
+    a body, which a required body model (even one whose fields are all optional) refuses with 422."""
+    episode = faithful.fork("task-3")
+    owners = count(episode, "owners")
+    empty = faithful.call(episode, "send_reminder", {})
+    assert empty.error and "Status code: 422" in empty.error and count(episode, "owners") == owners
+    sent = faithful.call(episode, "send_reminder", {"urgent": True})
+    assert sent.error is None and count(episode, "owners") == owners + 1
+    episode.close()
+
+
+def test_a_constraint_violation_says_internal_server_error_as_awm_does(faithful: WorldRuntime) -> None:
+    episode = faithful.fork("task-3")
+    pets = count(episode, "pets")
+    bad = faithful.call(episode, "add_pet", {"owner_id": 1, "name": "Nemo", "species": "fish"})
+    assert bad.error == "Error calling add_pet. Status code: 500. Response: Internal Server Error"
+    assert count(episode, "pets") == pets
+    episode.close()

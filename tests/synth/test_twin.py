@@ -102,8 +102,9 @@ def test_twin_of_a_real_server_keeps_its_tools_and_is_audited(tmp_path: Path) ->
             assert not (await ctl.verify(other, "It is 20:00 in Tokyo.")).verdict.passed
 
     anyio.run(main)
-    assert json.loads((Path(report["path"]) / "scenario.json").read_text())["twin_of"]["tools"] == [
-        "get_current_time", "convert_time"]
+    manifest = json.loads((Path(report["path"]) / "scenario.json").read_text())
+    assert manifest["twin_of"]["tools"] == ["get_current_time", "convert_time"]
+    assert manifest["served_as"] == "mcpworld"  # the real server's tools, not FastApiMCP's (AWM imports: "awm")
 
 
 def test_unreachable_server_is_reported(tmp_path: Path) -> None:

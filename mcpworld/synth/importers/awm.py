@@ -25,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 from pydantic import ValidationError
 from sqlmodel import Session
 
@@ -45,7 +46,7 @@ from mcpworld.synth.importers.awm_format import (
 from mcpworld.synth.sandbox.signatures import proxy_tool
 from mcpworld.synth.sandbox.worker import Limits, Worker, WorkerError, shared_worker
 from mcpworld.synth.tasks.taskspec import SynthTask, load_tasks, save_tasks
-from mcpworld.worlds.world import Outcome, ToolError, World, world_base
+from mcpworld.worlds.world import Outcome, ToolError, World, raw_tool, world_base
 
 MANIFEST = "scenario.json"
 SERVER_FILE = "server.py"
@@ -154,6 +155,71 @@ def verifier_checks(path: Path, entry: dict[str, Any], initial: bytes, final: by
     return checks
 
 
+def _inline(schema: Any, defs: dict[str, Any], depth: int = 0) -> Any:
+    """`$ref`s replaced by what they name, as FastApiMCP resolves them (a recursive model stops at depth 16)."""
+    if isinstance(schema, list):
+        return [_inline(v, defs, depth) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/") and depth < 16 and ref[8:] in defs:
+        rest = {k: v for k, v in schema.items() if k != "$ref"}
+        return _inline({**rest, **defs[ref[8:]]}, defs, depth + 1)  # the definition wins, as in FastApiMCP
+    return {k: _inline(v, defs, depth) for k, v in schema.items()}
+
+
+def _single_type(schema: dict[str, Any]) -> str:
+    """FastApiMCP's `get_single_param_type_from_schema`: the first non-null type of an `anyOf`, else "string"."""
+    kinds = [o.get("type") for o in schema.get("anyOf") or [] if isinstance(o, dict) and o.get("type")]
+    kinds = [k for k in kinds if k != "null"]
+    return kinds[0] if kinds else "string"
+
+
+def mcp_input_schema(spec: dict[str, Any]) -> dict[str, Any]:
+    """The input schema AWM's server shows (FastApiMCP 0.4): references inlined, each property titled with its name
+    and given a `type` (an optional `anyOf[T, null]` gets `type: T`, so null is refused), no `additionalProperties`
+    (an unknown argument is ignored). The MCP SDK validates calls against it, without coercion."""
+    schema = spec["input_schema"]
+    defs = schema.get("$defs") or {}
+    properties = {}
+    for name, prop in (schema.get("properties") or {}).items():
+        prop = dict(_inline(prop, defs))
+        prop["title"] = name
+        if "type" not in prop:  # a path parameter without a type is a string there, whatever its anyOf
+            prop["type"] = "string" if spec.get("where", {}).get(name) == "path" else _single_type(prop)
+        properties[name] = prop
+    shown: dict[str, Any] = {"type": "object", "properties": properties, "title": f"{spec['name']}Arguments"}
+    if schema.get("required"):
+        shown["required"] = list(schema["required"])
+    if "$ref" in json.dumps(properties):
+        shown["$defs"] = defs
+    return shown
+
+
+def awm_tool(spec: dict[str, Any], run: Callable[[Session, dict[str, Any]], Any]) -> Callable[..., Any]:
+    """One tool of an AWM server as its MCP server serves it: arguments checked against the shown schema as the MCP
+    SDK checks them (JSON Schema, no coercion: `"45"` is not an integer), then passed on as sent."""
+    from mcpworld.core.blocking import BLOCKING_ATTR, call_abandoned
+
+    name = spec["name"]
+    shown = mcp_input_schema(spec)
+    validator = jsonschema.validators.validator_for(shown)(shown)
+
+    def call(db: Session, arguments: dict[str, Any]) -> Any:
+        try:
+            validator.validate(arguments)
+        except jsonschema.ValidationError as exc:
+            raise ToolError(f"Input validation error: {exc.message}") from None
+        value = run(db, arguments)
+        if call_abandoned():  # the server already answered "timed out": the error rolls the late changes back
+            raise ToolError(f"{name} answered after its call had timed out; its changes were discarded")
+        return value
+
+    fn = raw_tool(name, spec["description"], shown, call, writes=spec["method"] != "get")
+    setattr(fn, BLOCKING_ATTR, LIMITS.wall_s + 10)
+    return fn
+
+
 def load_package(path: str | Path) -> World:
     """The World of an imported AWM package (its __init__.py calls this); no worker starts until a call."""
     path = Path(path)
@@ -199,8 +265,11 @@ def load_package(path: str | Path) -> World:
                                    o.answer, manifest["clock"], modes)
         return verify
 
-    tools = [proxy_tool(t["name"], t["description"], t["input_schema"], make_call(t["name"]),
-                        writes=t["method"] != "get", timeout_s=LIMITS.wall_s + 10) for t in manifest["tools"]]
+    if manifest.get("served_as") == "awm":  # as AWM's own server shows and answers (a package from before: ours)
+        tools = [awm_tool(t, make_call(t["name"])) for t in manifest["tools"]]
+    else:
+        tools = [proxy_tool(t["name"], t["description"], t["input_schema"], make_call(t["name"]),
+                            writes=t["method"] != "get", timeout_s=LIMITS.wall_s + 10) for t in manifest["tools"]]
     tasks = []
     for spec in load_tasks(path / "tasks.json") if (path / "tasks.json").is_file() else []:
         task = spec.to_task()
@@ -318,7 +387,8 @@ def _drop(report: ScenarioReport, task: str, reason: str, policy: str | None = N
 
 async def import_scenario(scenario: AwmScenario, out_dir: Path, *, references: dict[tuple[str, int], Reference]
                           | None = None, client: ChatClient | None = None, audit: bool = True,
-                          name: str | None = None, keep_tools: list[dict[str, Any]] | None = None) -> ScenarioReport:
+                          name: str | None = None, keep_tools: list[dict[str, Any]] | None = None,
+                          served_as: str = "awm") -> ScenarioReport:
     """Convert one scenario, check every task, keep the honest ones. Never raises for bad data.
 
     A task is kept when it has a reference solution whose calls succeed, AWM's code verifier accepts the
@@ -330,6 +400,8 @@ async def import_scenario(scenario: AwmScenario, out_dir: Path, *, references: d
 
     `keep_tools` ({name, description, input_schema}, e.g. a real MCP server's) replaces what the generated
     server's routes say about the tools of those names: their arguments all travel as the JSON body.
+    `served_as`: "awm" (AWM's data) shows and answers as AWM's FastApiMCP server does (`awm_tool`); "mcpworld"
+    (a twin of a real MCP server, whose tools are not FastApiMCP's) keeps mcpworld's own argument handling.
     """
     from mcpworld.worlds.validate import validate
 
@@ -356,6 +428,7 @@ async def import_scenario(scenario: AwmScenario, out_dir: Path, *, references: d
             raise ValueError(f"the generated server does not start: {described.error}")
         manifest = json.loads((dest / MANIFEST).read_text(encoding="utf-8"))
         manifest["tools"] = _kept(described.value["tools"], keep_tools) if keep_tools else described.value["tools"]
+        manifest["served_as"] = served_as
         (dest / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
         report.tools = len(manifest["tools"])
         candidates = await _candidates(scenario, dest, manifest, report, references or {}, client)

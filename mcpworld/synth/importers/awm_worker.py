@@ -90,6 +90,9 @@ def warm(path: str) -> None:
         raise RuntimeError("the scenario's server defines no FastAPI `app`")
     _state["app"] = app
     _state["routes"] = {t["name"]: t for t in _tool_specs(app)}
+    manifest = Path(path) / "scenario.json"  # how its calls are served: as AWM's server does, or mcpworld's own
+    _state["served_as"] = json.loads(manifest.read_text(encoding="utf-8")).get("served_as", "mcpworld") \
+        if manifest.is_file() else "mcpworld"
     _prime(app, path)
 
 
@@ -233,7 +236,9 @@ def _changes(before: sqlite3.Connection, after: sqlite3.Connection) -> list[dict
     return out
 
 
-def _request(spec: dict[str, Any], arguments: dict[str, Any]) -> tuple[str, dict[str, Any], Any]:
+def _request_mcpworld(spec: dict[str, Any], arguments: dict[str, Any]) -> tuple[str, dict[str, Any], Any]:
+    """The request of a world served as mcpworld's own (a twin of a real MCP server): every argument where its route
+    says, and a body of fields always sent (`{}` when none)."""
     url = spec["path"]
     query: dict[str, Any] = {}
     body: Any = None
@@ -252,12 +257,36 @@ def _request(spec: dict[str, Any], arguments: dict[str, Any]) -> tuple[str, dict
     return url, query, body
 
 
-def _error_text(response: Any) -> str:
+def _error_text_mcpworld(tool: str, response: Any) -> str:
+    """mcpworld's text for an HTTP error: the status and FastAPI's `detail`."""
     try:
         detail = response.json().get("detail", response.json())
     except (ValueError, AttributeError):
         detail = response.text
-    return f"HTTP {response.status_code}: {json.dumps(detail, default=str)[:1500]}"
+    return f"{tool}: HTTP {response.status_code}: {json.dumps(detail, default=str)[:1500]}"
+
+
+def _request(spec: dict[str, Any], arguments: dict[str, Any]) -> tuple[str, dict[str, Any], Any]:
+    """The request FastApiMCP makes: path and query parameters taken out, whatever is left is the body, sent only
+    when something is left (`{}` sends no body, so a required body model answers 422) and only with POST, PUT or
+    PATCH; an unknown argument travels in the body, where FastAPI ignores it."""
+    url = spec["path"]
+    query: dict[str, Any] = {}
+    rest = dict(arguments)
+    for name, where in spec["where"].items():
+        if where == "path" and name in rest:
+            url = url.replace("{" + name + "}", str(rest.pop(name)))
+        elif where == "query" and name in rest:
+            query[name] = rest.pop(name)
+    if spec["body_mode"] == "whole":  # a body that is not an object of fields: the `body` argument (ours)
+        rest = rest.get("body")
+    body = rest if rest not in (None, {}) and spec["method"] in ("post", "put", "patch") else None
+    return url, query, body
+
+
+def _error_text(tool: str, response: Any) -> str:
+    """FastApiMCP's text for an HTTP error (a server error is Starlette's plain "Internal Server Error")."""
+    return f"Error calling {tool}. Status code: {response.status_code}. Response: {response.text[:1500]}"
 
 
 def _freeze_server_clock(now: str, seed: int) -> None:
@@ -289,20 +318,21 @@ def call(path: str, tool: str, arguments: dict[str, Any], db: str, seed: int, no
     conn.execute(f"DELETE FROM {CHANGES_TABLE}")
     conn.commit()
     _freeze_server_clock(now, seed)
-    url, query, body = _request(spec, arguments)
+    awm = _state.get("served_as") == "awm"
+    url, query, body = (_request if awm else _request_mcpworld)(spec, arguments)
 
-    async def send() -> Any:
-        transport = httpx.ASGITransport(app=app, raise_app_exceptions=True)
+    async def send() -> Any:  # as FastApiMCP: an exception in the endpoint is Starlette's 500, not re-raised
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=not awm)
         async with httpx.AsyncClient(transport=transport, base_url="http://awm.local") as client:
             return await client.request(spec["method"].upper(), url, params=query or None, json=body)
 
     try:
         response = asyncio.run(send())
-    except Exception as exc:  # the endpoint raised: a server error, with what it said (its writes are dropped)
+    except Exception as exc:  # mcpworld's own: the endpoint raised, a server error with what it said
         first = str(exc).splitlines()[0][:500] if str(exc) else ""
         return {"error": f"{tool}: internal server error: {type(exc).__name__}" + (f": {first}" if first else "")}
-    if response.status_code >= 400:
-        return {"error": f"{tool}: {_error_text(response)}"}
+    if response.status_code >= 400:  # its writes are dropped
+        return {"error": _error_text(tool, response) if awm else _error_text_mcpworld(tool, response)}
     try:
         value = response.json()
     except ValueError:

@@ -303,7 +303,7 @@ async def synthesize_twin(spec: str, client: ChatClient, out_dir: Path, *, name:
                                       item.get("answer"), "model") for i, item in enumerate(items)}
     result.report = await import_scenario(scenario, out_dir, references=references, audit=audit,
                                           name=f"twin-{key.removeprefix('twin_').replace('_', '-')}"[:60],
-                                          keep_tools=server.tools)
+                                          keep_tools=server.tools, served_as="mcpworld")
     if result.report.ok:
         manifest_path = Path(result.report.path or "") / "scenario.json"
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
