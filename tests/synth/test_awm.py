@@ -365,3 +365,26 @@ def test_a_constraint_violation_says_internal_server_error_as_awm_does(faithful:
     assert bad.error == "Error calling add_pet. Status code: 500. Response: Internal Server Error"
     assert count(episode, "pets") == pets
     episode.close()
+
+
+def test_sqlite_now_is_the_worlds_clock_in_verifiers(imported: dict) -> None:
+    """AWM's verifier ran with Python's clock frozen while SQLite's `'now'` stayed real: a verifier asking SQLite
+    for the date got today's. Now both are the world's clock (issue 33); `CURRENT_TIMESTAMP` stays SQLite's."""
+    from mcpworld.synth.importers.awm import verifier_checks
+    from mcpworld.worlds.loader import load_world
+    from mcpworld.worlds.runtime import WorldRuntime
+
+    path = Path(imported["scenarios"]["pet_clinic_1"]["path"])
+    clock = json.loads((path / "scenario.json").read_text())["clock"]
+    data = WorldRuntime(load_world(path)).template(None).data
+    code = ("def verify_task_completion(initial_db_path, final_db_path, final_answer):\n"
+            "    import sqlite3\n"
+            "    db = sqlite3.connect(final_db_path)\n"
+            "    now = db.execute(\"SELECT datetime('now'), date('now', '-1 day'), datetime()\").fetchone()\n"
+            "    return {'result': 'complete', 'now': list(now)}\n")
+    [check] = verifier_checks(path, {"code": {"code": code}}, data, data, None, clock, ("code",))
+    from datetime import datetime, timedelta
+
+    stamp = clock.replace("T", " ")[:19]
+    yesterday = (datetime.fromisoformat(clock) - timedelta(days=1)).date().isoformat()
+    assert json.loads(check.detail)["now"] == [stamp, yesterday, stamp]

@@ -68,6 +68,31 @@ def _redirect_engines() -> None:
         pass
 
 
+CLOCK_FUNCTIONS = ("datetime", "date", "time", "julianday", "strftime", "unixepoch")
+_connect = sqlite3.connect  # the real one: a verifier's job replaces `sqlite3.connect` with a pinning one
+
+
+def pin_sqlite_clock(conn: sqlite3.Connection, now: str) -> None:
+    """SQLite's `'now'` on `conn` is the world's clock, as Python's `datetime` is in the server and verifiers: each
+    date and time function is overridden, and evaluates its arguments with `'now'` (or no time value at all, which
+    SQLite reads as now) replaced by the clock, on a connection of its own where the built-ins are intact. The
+    `CURRENT_TIMESTAMP` keywords are SQLite's own and stay real (those columns are free in the comparison)."""
+    reference = _connect(":memory:", check_same_thread=False)
+    stamp = now.replace("T", " ")[:19]
+
+    def pinned(name: str) -> Any:
+        def fn(*args: Any) -> Any:
+            values = [stamp if isinstance(a, str) and a.strip().lower() == "now" else a for a in args]
+            if len(values) == (1 if name == "strftime" else 0):
+                values.append(stamp)
+            marks = ", ".join("?" * len(values))
+            return reference.execute(f"SELECT {name}({marks})", values).fetchone()[0]
+        return fn
+
+    for name in CLOCK_FUNCTIONS:
+        conn.create_function(name, -1, pinned(name), deterministic=True)
+
+
 def _open(data: bytes | None = None) -> sqlite3.Connection:
     conn = sqlite3.connect(":memory:", check_same_thread=False)
     if data is not None:
@@ -317,6 +342,7 @@ def call(path: str, tool: str, arguments: dict[str, Any], db: str, seed: int, no
     conn = _state["conn"] = _open(data)
     conn.execute(f"DELETE FROM {CHANGES_TABLE}")
     conn.commit()
+    pin_sqlite_clock(conn, now)
     _freeze_server_clock(now, seed)
     awm = _state.get("served_as") == "awm"
     url, query, body = (_request if awm else _request_mcpworld)(spec, arguments)
@@ -392,6 +418,12 @@ def verify(code: str, mode: str, initial: str, final: str, answer: str | None, n
     first = _plain_copy(base64.b64decode(initial), "initial.db")
     last = _plain_copy(base64.b64decode(final), "final.db")
     freeze_time(now, 0)
+    def pinned_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:  # this job's process only (a fork)
+        conn = _connect(*args, **kwargs)
+        pin_sqlite_clock(conn, now)
+        return conn
+
+    sqlite3.connect = pinned_connect  # type: ignore[assignment]
     namespace: dict[str, Any] = {"sqlite3": sqlite3, "json": json, "os": os, "re": re, "__name__": "awm_verifier"}
     exec(compile(code, "<awm verifier>", "exec"), namespace)
     name = function_name(code, "verify_task_completion" if mode == "code" else "verify_task")
