@@ -48,10 +48,9 @@ class User:
 
 @dataclass
 class UserModel:
-    """The model that plays users whose messages are not scripted, and the guidelines it is given."""
+    """The model that plays users whose messages are not scripted (prompted with the world's guidelines)."""
 
     client: ChatClient
-    guidelines: str = GUIDELINES
 
     @classmethod
     def from_env(cls) -> UserModel | None:

@@ -419,8 +419,7 @@ def test_a_conversation_scores_as_tau2_scores_it(domain: str, packages: Path) ->
     theirs = oracle({"domain": domain, "cases": cases})
     with serve(llm, free_port()) as base:
         runtime = WorldRuntime(load_package(packages / f"tau2-{domain}"))
-        server = WorldServer(runtime, user_model=UserModel(ChatClient(base_url=base, model="user"),
-                                                           runtime.world.user_guidelines))
+        server = WorldServer(runtime, user_model=UserModel(ChatClient(base_url=base, model="user")))
 
         async def play(case: dict[str, Any]) -> dict[str, Any]:
             async with Client(server.server) as client:
