@@ -170,7 +170,7 @@ class WorldRuntime:
         self._views: dict[tuple[str | None, int], tuple[View, Template]] = {}  # (template key, seed) -> its view
         self._view_sources: dict[str | None, tuple[list[str], list[str], str]] = {}  # template key -> ids, names, texts
         self.engine = shared_engine()
-        self.user_model: UserModel | None = None  # plays conversational tasks' unscripted users (the server's)
+        self._user_model: UserModel | None = None
         self.judge = Judge(self)  # how its episodes are judged (verify.py)
 
     # -- templates -------------------------------------------------------------------------------------
@@ -451,6 +451,16 @@ class WorldRuntime:
         talking = any(self.conversation_mode(t) in ("scripted", "model") for t in self.world.tasks)
         talk = [message_user_definition()] if talking else []
         return domain + tool_definitions(self.world) + talk
+
+    @property
+    def user_model(self) -> UserModel | None:
+        """The model that plays conversational tasks' unscripted users (the server's; None: they play `direct`)."""
+        return self._user_model
+
+    @user_model.setter
+    def user_model(self, model: UserModel | None) -> None:
+        self._user_model = model
+        self.__dict__.pop("listed_tools", None)  # message_user is listed once a task can be a conversation
 
     def open_conversation(self, episode: Episode) -> Conversation | None:
         """The episode's conversation with its task's user, on its seed's data, opened by τ²'s greeting (None for
