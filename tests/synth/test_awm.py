@@ -388,3 +388,25 @@ def test_sqlite_now_is_the_worlds_clock_in_verifiers(imported: dict) -> None:
     stamp = clock.replace("T", " ")[:19]
     yesterday = (datetime.fromisoformat(clock) - timedelta(days=1)).date().isoformat()
     assert json.loads(check.detail)["now"] == [stamp, yesterday, stamp]
+
+
+def test_calls_during_an_import_are_served_as_awm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The import's worker warms (to describe the routes) before `served_as` is written: each call carries it, so
+    the references, the already-holds check and the audit play against AWM's answers, as the served world does."""
+    from mcpworld.synth.importers import awm
+
+    seen: list[str | None] = []
+    already_holds = awm._already_holds
+
+    def spy(dest: Path, candidates: list, report: awm.ScenarioReport) -> list:
+        runtime = WorldRuntime(awm.load_package(dest))  # the import's own worker, still warm
+        episode = runtime.fork(None)
+        seen.append(runtime.call(episode, "get_appointment", {"appointment_id": 999999}).error)
+        episode.close()
+        return already_holds(dest, candidates, report)
+
+    monkeypatch.setattr(awm, "_already_holds", spy)
+    code, output = run_cli("import-awm", str(DATA), "--only", "Pet Clinic 1", "--references",
+                           str(DATA / "references.jsonl"), "--no-audit", "-o", str(tmp_path))
+    assert code == 0, output
+    assert seen == ['Error calling get_appointment. Status code: 404. Response: {"detail":"Appointment not found"}']

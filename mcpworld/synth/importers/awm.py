@@ -250,7 +250,8 @@ def load_package(path: str | Path) -> World:
 
             out = run_job(path, "call", {"path": str(path.resolve()), "tool": tool,
                                          "arguments": to_jsonable(arguments), "db": _b64(_raw(db).serialize()),
-                                         "seed": db.info["rng"].getrandbits(31), "now": manifest["clock"]})
+                                         "seed": db.info["rng"].getrandbits(31), "now": manifest["clock"],
+                                         "served_as": manifest.get("served_as", "mcpworld")})
             if "error" in out:
                 raise ToolError(out["error"])
             apply_changes(db, out["changes"], primary_keys)

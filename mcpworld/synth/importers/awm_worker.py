@@ -115,9 +115,6 @@ def warm(path: str) -> None:
         raise RuntimeError("the scenario's server defines no FastAPI `app`")
     _state["app"] = app
     _state["routes"] = {t["name"]: t for t in _tool_specs(app)}
-    manifest = Path(path) / "scenario.json"  # how its calls are served: as AWM's server does, or mcpworld's own
-    _state["served_as"] = json.loads(manifest.read_text(encoding="utf-8")).get("served_as", "mcpworld") \
-        if manifest.is_file() else "mcpworld"
     _prime(app, path)
 
 
@@ -328,8 +325,11 @@ def _freeze_server_clock(now: str, seed: int) -> None:
             setattr(module, name, getattr(dt, real[id(value)]))
 
 
-def call(path: str, tool: str, arguments: dict[str, Any], db: str, seed: int, now: str) -> dict[str, Any]:
-    """Run the endpoint behind `tool` on a private copy of the episode's database; its result and row changes."""
+def call(path: str, tool: str, arguments: dict[str, Any], db: str, seed: int, now: str,
+         served_as: str = "mcpworld") -> dict[str, Any]:
+    """Run the endpoint behind `tool` on a private copy of the episode's database; its result and row changes.
+    `served_as` (the package's, sent with each call: the worker warms before an import writes it) is "awm" for
+    FastApiMCP's request and error text, else mcpworld's own (a twin of a real MCP server)."""
     import asyncio
 
     import httpx
@@ -344,7 +344,7 @@ def call(path: str, tool: str, arguments: dict[str, Any], db: str, seed: int, no
     conn.commit()
     pin_sqlite_clock(conn, now)
     _freeze_server_clock(now, seed)
-    awm = _state.get("served_as") == "awm"
+    awm = served_as == "awm"
     url, query, body = (_request if awm else _request_mcpworld)(spec, arguments)
 
     async def send() -> Any:  # as FastApiMCP: an exception in the endpoint is Starlette's 500, not re-raised
