@@ -15,6 +15,7 @@ import datetime
 import json
 import re
 import unicodedata
+from collections.abc import Callable
 from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, Field, field_validator
@@ -339,10 +340,10 @@ def _reference_value(part: AnswerPart) -> Any:
     return [aliases[0] for aliases in part.expected]
 
 
-def reference_submission(parts: list[AnswerPart], scale: int = 1) -> Any:
-    """The correct submission in its plainest form (what the oracle submits); on a seed whose amounts are
-    multiplied by `scale`, the parts that follow them multiplied too."""
-    values = [round(_reference_value(p) * scale, 10) if scales(p) and scale != 1 else _reference_value(p)
+def reference_submission(parts: list[AnswerPart], amount: Callable[[Any], Any] | None = None) -> Any:
+    """The correct submission in its plainest form (what the oracle submits); `amount` shows the parts that follow
+    the world's amounts as a seed does (`View.amount`)."""
+    values = [amount(_reference_value(p)) if amount is not None and scales(p) else _reference_value(p)
               for p in parts]
     if len(parts) == 1:
         return values[0]

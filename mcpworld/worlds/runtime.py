@@ -512,7 +512,7 @@ class WorldRuntime:
         view = self.view(task, seed)
         calls = [ToolCall(name=c.name, arguments=view.value(c.arguments)) for c in task.solution]
         if task.expect:
-            answer = view.value(reference_submission(list(task.expect), view.scale))
+            answer = view.value(reference_submission(list(task.expect), view.amount))
             calls.append(ToolCall(name=SUBMIT_ANSWER, arguments={"answer": answer}))
         elif task.kind == "refusal" and task.reason:
             message = view.text(task.answer or "")

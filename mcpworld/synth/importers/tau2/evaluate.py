@@ -103,7 +103,7 @@ class Tau2Judge:
         client = self.judge_model if self.judge_model is not None else judge_client()
         if not self.needs_judge(criteria) or client is None:
             return
-        conversation = getattr(episode, "conversation", None)
+        conversation = episode.conversation
         opening = conversation.messages[:2] if conversation is not None else [{"role": "assistant",
                                                                                 "content": GREETING}]
         text = transcript(opening, episode.log or [], answer)
@@ -133,9 +133,8 @@ class Tau2Judge:
             return {"tau2": {"reward": None, "breakdown": None,
                              "note": "NL_ASSERTION needs a judge model: serve with MCPWORLD_JUDGE_MODEL and "
                                      "MCPWORLD_JUDGE_BASE_URL"}}
-        conversation = getattr(episode, "conversation", None)
-        if conversation is not None:  # the greeting and every message the agent sent, then the verify answer
-            messages = conversation.said_by_agent()[1:]
+        if episode.conversation is not None:  # the greeting and every message the agent sent, then the answer
+            messages = episode.conversation.said_by_agent()[1:]
         said = [GREETING, *(messages or []), *([answer] if answer else [])]
         breakdown: dict[str, float] = {}
         reward = 1.0
