@@ -52,10 +52,10 @@ async def run_calls(ctl: EpisodeControl, episode: str, calls: Sequence[ToolCall]
     among them raises `UnknownTool` when its turn comes; `on_call` sees each call, its result and latency."""
     results = []
     for call in calls:
-        if tools is not None and call.name not in tools:
+        if tools is not None and call.role == "assistant" and call.name not in tools:
             raise UnknownTool(call.name)
         began = time.perf_counter()
-        result = await ctl.call(episode, call.name, call.arguments)
+        result = await ctl.call(episode, call.name, call.arguments, call.role)
         if on_call is not None:
             on_call(call, result, round((time.perf_counter() - began) * 1000, 2))
         results.append((tool_text(result), bool(result.is_error)))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_serializer
 
 
 class Check(BaseModel):
@@ -50,10 +50,21 @@ class Verdict(BaseModel):
 
 
 class ToolCall(BaseModel):
-    """A tool name and its arguments: one step of a reference solution or of a trajectory."""
+    """A tool name and its arguments: one step of a reference solution or of a trajectory.
+
+    `role` says who calls: the agent, or, in a dual-control world (τ² telecom), the user on their own tools (over
+    MCP, a call whose `_meta` carries `ROLE_META_KEY`: "user"). It is written out only when it is the user's."""
 
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    role: Literal["assistant", "user"] = "assistant"
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:
+        out = handler(self)
+        if out.get("role") == "assistant":
+            del out["role"]
+        return out
 
 
 class TaskInfo(BaseModel):

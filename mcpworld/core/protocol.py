@@ -17,6 +17,7 @@ from mcpworld.core.models import TaskInfo, Verdict
 
 EXTENSION_ID = "io.mcpworld/episode"
 EPISODE_META_KEY = "io.mcpworld/episode"
+ROLE_META_KEY = "io.mcpworld/role"  # "user": the call is the simulated user's, on their own tools (dual control)
 
 METHOD_START = "io.mcpworld/episode/start"
 METHOD_VERIFY = "io.mcpworld/episode/verify"
@@ -195,7 +196,8 @@ class EpisodeControl:
         return await self._send(StateRequest(params=StateParams(episode=episode, table=table, limit=limit)),
                                 StateResult)
 
-    async def call(self, episode: str, name: str, arguments: dict[str, Any] | None = None) -> types.CallToolResult:
-        """A tools/call routed to `episode`."""
-        return await self.client.call_tool(name, arguments or {}, read_timeout_seconds=self.timeout_s,
-                                           meta=episode_meta(episode))
+    async def call(self, episode: str, name: str, arguments: dict[str, Any] | None = None,
+                   role: str = "assistant") -> types.CallToolResult:
+        """A tools/call routed to `episode`; `role` "user": the simulated user's call on their own tools."""
+        meta = episode_meta(episode) | ({ROLE_META_KEY: "user"} if role == "user" else {})
+        return await self.client.call_tool(name, arguments or {}, read_timeout_seconds=self.timeout_s, meta=meta)

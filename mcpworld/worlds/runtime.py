@@ -155,6 +155,12 @@ class WorldRuntime:
             if spec.name in SUBMISSION_TOOLS:
                 raise ValueError(f"world {world.name}: tool name {spec.name!r} is the runtime's own (submissions)")
             self.tools[spec.name] = spec
+        self.user_tools: dict[str, ToolSpec] = {}  # the user's own side (dual control): called with role "user"
+        for fn in world.user_tools:
+            spec = getattr(fn, RAW_SPEC, None) or build_tool(fn)
+            if spec.name in self.user_tools or spec.name in self.tools:
+                raise ValueError(f"world {world.name}: user tool {spec.name!r} is named twice or like an agent tool")
+            self.user_tools[spec.name] = spec
         self.tasks: dict[str, Task] = {}
         for task in world.tasks:
             if task.id in self.tasks:
@@ -331,16 +337,25 @@ class WorldRuntime:
         finally:
             conn.close()
 
-    def call(self, episode: Episode, name: str, arguments: dict[str, Any] | None) -> CallResult:
+    def call(self, episode: Episode, name: str, arguments: dict[str, Any] | None,
+             role: str = "assistant") -> CallResult:
         """Run one tool in its own transaction: any error rolls back and comes back as a message. The submission
-        tools (`submit_answer`, `decline`) record on the episode instead and touch no table."""
-        result = self._call(episode, name, arguments)
+        tools (`submit_answer`, `decline`) record on the episode instead and touch no table. `role` "user" calls
+        the user's own tools (`World.user_tools`), and only those."""
+        result = self._call(episode, name, arguments, role)
         if episode.log is not None:  # a world with extra evidence judges the calls themselves (τ²: ACTION)
             episode.log.append((name, dict(arguments or {}), result))
         return result
 
-    def _call(self, episode: Episode, name: str, arguments: dict[str, Any] | None) -> CallResult:
-        spec = self.tools.get(name)
+    def _call(self, episode: Episode, name: str, arguments: dict[str, Any] | None, role: str) -> CallResult:
+        if role == "user":
+            spec = self.user_tools.get(name)
+            if spec is None:
+                names = ", ".join(sorted(self.user_tools)) or "none"
+                return CallResult(error=self.world.unknown_tool(name) if self.world.unknown_tool is not None
+                                  else f"unknown user tool {name!r}; the user's tools: {names}")
+        else:
+            spec = self.tools.get(name)
         if spec is None:
             if name == MESSAGE_USER:  # the user answers through the server (users.py), which may await a model
                 return CallResult(error=f"{MESSAGE_USER} is answered by the world's server, not in-process")
@@ -510,7 +525,7 @@ class WorldRuntime:
         from mcpworld.worlds.answers import reference_submission
 
         view = self.view(task, seed)
-        calls = [ToolCall(name=c.name, arguments=view.value(c.arguments)) for c in task.solution]
+        calls = [ToolCall(name=c.name, arguments=view.value(c.arguments), role=c.role) for c in task.solution]
         if task.expect:
             answer = view.value(reference_submission(list(task.expect), view.amount))
             calls.append(ToolCall(name=SUBMIT_ANSWER, arguments={"answer": answer}))

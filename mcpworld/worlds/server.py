@@ -193,7 +193,7 @@ class WorldServer:
         third of what a small call cost the server beyond the tool itself.
         """
         episode_id = meta.get(p.EPISODE_META_KEY) if meta else None
-        if type(episode_id) is not str or name not in self._domain or (
+        if type(episode_id) is not str or name not in self._domain or p.ROLE_META_KEY in meta or (
                 self.interactive and name in _INTERACTIVE_NAMES):
             return None
         arguments = arguments or {}
@@ -235,23 +235,29 @@ class WorldServer:
             episode = self._episode(ctx)
         except EpisodeError as exc:
             return text_result(str(exc), error=True)
-        result = await self.run_tool(episode, params.name, arguments)
+        role = (ctx.meta or {}).get(p.ROLE_META_KEY, "assistant")
+        if role not in ("assistant", "user"):
+            return text_result(f"_meta {p.ROLE_META_KEY} must be \"assistant\" or \"user\", not {role!r}", error=True)
+        result = await self.run_tool(episode, params.name, arguments, role)
         if result.error is not None:
             return text_result(result.error, error=True)
         return value_result(result.value)
 
-    async def run_tool(self, episode: Episode, name: str, arguments: dict[str, Any]) -> CallResult:
+    async def run_tool(self, episode: Episode, name: str, arguments: dict[str, Any],
+                       role: str = "assistant") -> CallResult:
         """One tool call on `episode`, for every face of the world (MCP, NeMo Gym): a plain in-process tool right
         here; a proxied one (its code runs in a worker) off the event loop with its timeout, so other worlds keep
-        serving; a timeout is the call's error, its changes discarded."""
+        serving; a timeout is the call's error, its changes discarded. `role` "user": the user's own tools."""
         conversation = episode.conversation
         if conversation is not None and conversation.ended is not None:
             return CallResult(error=f"the user ended the conversation ({conversation.ended}); this episode takes no "
                                     "more calls: end it (verify)")
         if episode.failed is not None:
             return CallResult(error=f"{episode.failed}; this episode is not judged (the server's failure, not yours)")
-        if name == MESSAGE_USER:
+        if name == MESSAGE_USER and role == "assistant":
             return await self._message_user(episode, arguments)
+        if role == "user":
+            return self.runtime.call(episode, name, arguments, role)
         timeout = blocking_timeout(getattr(self.runtime.tools.get(name), "fn", None))  # per call: marks may change
         if timeout is None:
             return self.runtime.call(episode, name, arguments)

@@ -142,9 +142,10 @@ def task_problems(runtime: WorldRuntime, task: Task, init: str) -> list[Problem]
     field = f"task {task.id}"
     out = _kind_problems(runtime.world, task, where, field)
     for i, step in enumerate(task.solution):
-        spec = runtime.tools.get(step.name)
+        spec = (runtime.user_tools if step.role == "user" else runtime.tools).get(step.name)
         if spec is None:
-            out.append(Problem(where, f"{field}: solution[{i}]", f"unknown tool {step.name!r}"))
+            side = "user tool" if step.role == "user" else "tool"
+            out.append(Problem(where, f"{field}: solution[{i}]", f"unknown {side} {step.name!r}"))
             continue
         try:
             spec.parse(step.arguments)
@@ -162,7 +163,7 @@ def task_problems(runtime: WorldRuntime, task: Task, init: str) -> list[Problem]
     except Exception as exc:
         return [Problem(where, f"{field}: setup", f"{type(exc).__name__}: {exc}")]
     for i, step in enumerate(runtime.solution(task)):
-        result = runtime.call(episode, step.name, step.arguments)
+        result = runtime.call(episode, step.name, step.arguments, step.role)
         if result.error is not None and (task.kind != "refusal" or i >= len(task.solution)):
             out.append(Problem(where, f"{field}: solution[{i}] ({step.name})", f"failed: {result.error}"))
     verdict = runtime.verify(episode, task.answer)
@@ -268,10 +269,11 @@ class _LimitedRuntime(WorldRuntime):
 
     limit_s: float = CALL_LIMIT_S
 
-    def call(self, episode: Episode, name: str, arguments: dict[str, Any] | None) -> CallResult:
+    def call(self, episode: Episode, name: str, arguments: dict[str, Any] | None,
+             role: str = "assistant") -> CallResult:
         try:
             with _time_limit(self.limit_s, episode.conn):
-                return super().call(episode, name, arguments)
+                return super().call(episode, name, arguments, role)
         except CallTimeLimit as exc:  # fired outside the tool's own code (the tool's is contained by `call`)
             return CallResult(error=f"{name} {exc}")
 

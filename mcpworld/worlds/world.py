@@ -263,6 +263,9 @@ class World:
     """Whether seeds other than 0 rename ids and names and move dates (variation.py). Off unless a world opts in:
     a tool that holds an id or a date in its code (a prize drawn from ["A1", "A2"]) breaks under a renaming, so
     a world opts in once its references pass and its no-op fails on other seeds (tests/worlds/test_variation.py)."""
+    user_tools: list[Callable[..., Any]] = field(default_factory=list)
+    """Tools the task's user holds on their own side (dual control: τ² telecom's phone): never listed to the agent;
+    called by the simulated user, or over MCP by a call whose `_meta` says role "user" (`ROLE_META_KEY`)."""
     user_guidelines: str = ""
     """How a model plays this world's users (τ² worlds: τ²'s simulation guidelines); empty: the project's own."""
     max_answer_chars: int = 400

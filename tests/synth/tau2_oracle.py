@@ -1,11 +1,16 @@
 """Driver for τ²-bench as an oracle (tests/synth/test_tau2.py): runs inside τ²'s own Python >= 3.12 environment.
 
-Reads JSON on stdin: {"domain": ..., "cases": [{"task": id, "calls": [[name, args], ...], "answer": text}]}; a
-call named `message_user` is a conversation turn instead: the agent's message ({"message"}), then the user's
-reply ({"reply"}), as τ²'s orchestrator records them;
-writes JSON on stdout: per case, every tool result text (and error flag) from τ²'s environment, its DB hash, and
-the reward and breakdown of τ²'s own `evaluate_simulation` over that trajectory (the answer as the agent's last
-message, terminated by an agent stop). Only τ²'s public API is used; nothing of τ² is copied.
+Reads JSON on stdin: {"domain": ..., "cases": [{"task": id, "calls": [[name, args(, requestor)], ...], "answer":
+text}]}; a call's requestor is "assistant" unless it says "user" (telecom: the user's own tools, recorded as a user
+message's tool call); a call named `message_user` is a conversation turn instead: the agent's message
+({"message"}), then the user's reply ({"reply"}), as τ²'s orchestrator records them;
+writes JSON on stdout: per case, every tool result text (and error flag) from τ²'s environment, its DB hash (and,
+for telecom, both databases' dumps), and the reward and breakdown of τ²'s own `evaluate_simulation` over that
+trajectory (the answer as the agent's last message, terminated by an agent stop). Only τ²'s public API is used;
+nothing of τ² is copied.
+
+Telecom's `break_vpn` degrades τ²'s class-wide default VPN details, which would leak into every later case of
+the process: each case starts from a fresh default, as a fresh process would.
 """
 
 import json
@@ -24,20 +29,35 @@ from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation  # noqa
 from tau2.registry import registry  # noqa: E402
 
 
+def fresh_process_defaults(domain):
+    if domain == "telecom":
+        from tau2.domains.telecom.user_data_model import PerformanceLevel
+        from tau2.domains.telecom.user_tools import TelecomUserTools
+
+        TelecomUserTools.default_vpn_details.server_performance = PerformanceLevel.EXCELLENT
+
+
+def dumps(db):
+    return json.loads(json.dumps(db.model_dump(), default=str))
+
+
 def play(domain, task, calls, answer):
+    fresh_process_defaults(domain)
     env = registry.get_env_constructor(domain)()
     state = task.initial_state
     env.set_state(state.initialization_data if state else None, state.initialization_actions if state else None, [])
     messages = [AssistantMessage(role="assistant", content="Hi! How can I help you today?")]
     results = []
-    for i, (name, arguments) in enumerate(calls):
+    for i, (name, arguments, *side) in enumerate(calls):
         if name == "message_user":
             messages.append(AssistantMessage(role="assistant", content=arguments["message"]))
             messages.append(UserMessage(role="user", content=arguments.get("reply") or "ok"))
             results.append([None, False])
             continue
-        call = ToolCall(id=f"c{i}", name=name, arguments=arguments, requestor="assistant")
-        messages.append(AssistantMessage(role="assistant", tool_calls=[call]))
+        requestor = side[0] if side else "assistant"
+        call = ToolCall(id=f"c{i}", name=name, arguments=arguments, requestor=requestor)
+        message = UserMessage if requestor == "user" else AssistantMessage
+        messages.append(message(role=requestor, tool_calls=[call]))
         reply = env.get_response(call)
         env.sync_tools()
         messages.append(reply)
@@ -46,9 +66,12 @@ def play(domain, task, calls, answer):
         messages.append(AssistantMessage(role="assistant", content=answer))
     sim = SimulationRun(id="x", task_id=task.id, start_time="", end_time="", duration=0.0,
                         termination_reason=TerminationReason.AGENT_STOP, messages=messages)
+    dump = {"agent": dumps(env.tools.db), "user": dumps(env.user_tools.db)} if domain == "telecom" else None
+    fresh_process_defaults(domain)
     info = evaluate_simulation(sim, task, EvaluationType.ALL, solo_mode=False, domain=domain)
     breakdown = {str(getattr(k, "value", k)): v for k, v in (info.reward_breakdown or {}).items()}
-    return {"results": results, "db_hash": env.get_db_hash(), "reward": info.reward, "breakdown": breakdown}
+    return {"results": results, "db_hash": env.get_db_hash(), "reward": info.reward, "breakdown": breakdown,
+            "dump": dump}
 
 
 def cache_databases(domain):

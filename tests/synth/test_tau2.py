@@ -360,7 +360,8 @@ def test_import_command_installs_the_world(tmp_path: Path, monkeypatch: pytest.M
     from mcpworld.app.cli import main
 
     monkeypatch.setenv("MCPWORLD_HOME", str(tmp_path / "home"))
-    result = CliRunner().invoke(main, ["synth", "import-tau2", str(DATA), "--registry", "http://127.0.0.1:9"])
+    result = CliRunner().invoke(main, ["synth", "import-tau2", str(DATA), "--domain", "airline", "--registry",
+                                       "http://127.0.0.1:9"])
     assert result.exit_code == 0, result.output
     assert "ok   tau2-airline: 14 tools, 50 tasks" in result.output
     manifest = json.loads((tmp_path / "home" / "worlds" / "tau2-airline" / "manifest.json").read_text())

@@ -75,7 +75,7 @@ class TaskContext:
         for i, solution in enumerate([task.solution, *task.alternatives]):
             episode = runtime.fork(task.id, seed=SEED)
             try:
-                out = [runtime.call(episode, s.name, s.arguments) for s in solution]
+                out = [runtime.call(episode, s.name, s.arguments, s.role) for s in solution]
                 d = runtime.diff(episode)
                 raw.append(canonical(d, episode.generated, {}))
                 if i == 0:

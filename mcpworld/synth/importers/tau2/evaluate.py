@@ -17,7 +17,10 @@ The assistant messages are τ²'s constant greeting, the agent's messages to the
 answer as the last one. `episode/verify` is an agent stop, so the gate passes; an episode that ends any other way
 is never verified (τ² would score it 0). NL_ASSERTION with an empty list scores 1, as in τ²; NL assertions are
 judged by the server's judge model (`nl.py`, awaited before judging: `Tau2Judge.prejudge`), and without one a task
-that needs them is reported, not scored; ENV_ASSERTION (telecom) is not served yet.
+that needs them is reported, not scored;
+- ENV_ASSERTION (telecom): each of the task's assertion functions, run in order on the episode's end state (on a
+  copy, each followed by τ²'s sync, `telecom.assertions_met`), returns its expected value. τ² runs them on a
+  replay of the agent's and user's writes; our calls are deterministic, so that replay is the episode itself.
 """
 
 from __future__ import annotations
@@ -85,8 +88,9 @@ class Tau2Judge:
         if made is None:
             episode = runtime.fork(task_id, 0, vary=False)
             try:
-                for action in self.criteria[task_id].get("actions") or []:
-                    runtime.call(episode, action["name"], action.get("arguments") or {})  # errors: kept, as τ²
+                for action in self.criteria[task_id].get("actions") or []:  # errors: kept, as τ²
+                    runtime.call(episode, action["name"], action.get("arguments") or {},
+                                 action.get("requestor") or "assistant")
                 made = self._gold[task_id] = record_texts(episode.conn, changed_records(episode.conn))
             finally:
                 episode.close()
@@ -127,8 +131,6 @@ class Tau2Judge:
             return {"tau2": {"reward": 1.0, "breakdown": None, "note": "No evaluation criteria"}}
         basis = criteria.get("reward_basis") or ["DB", "COMMUNICATE"]
         judged = episode.prejudged.get("nl_assertions")
-        if "ENV_ASSERTION" in basis:  # telecom's assertions are not served yet
-            return {"tau2": {"reward": None, "breakdown": None, "note": "not served yet: ENV_ASSERTION"}}
         if self.needs_judge(criteria) and judged is None:
             return {"tau2": {"reward": None, "breakdown": None,
                              "note": "NL_ASSERTION needs a judge model: serve with MCPWORLD_JUDGE_MODEL and "
@@ -144,6 +146,11 @@ class Tau2Judge:
             else:
                 env = breakdown["DB"] = float(self.db_match(runtime, episode))
             reward *= env
+        if "ENV_ASSERTION" in basis:
+            from mcpworld.synth.importers.tau2.telecom import assertions_met, raw
+
+            met = assertions_met(raw(episode.conn), criteria.get("env_assertions") or [])
+            reward *= breakdown.setdefault("ENV_ASSERTION", float(met))
         if "ACTION" in basis:
             calls = [(name, args) for name, args, _ in (episode.log or [])]
             reward *= (breakdown.setdefault("ACTION", actions_reward(criteria.get("actions"), calls)))

@@ -18,21 +18,24 @@ from __future__ import annotations
 
 import json
 import shutil
+import tomllib
 import types as pytypes
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from sqlmodel import Field as SQLField
 from sqlmodel import Session
 
-from mcpworld.synth.importers.tau2 import airline, retail
+from mcpworld.core.models import ToolCall
+from mcpworld.synth.importers.tau2 import airline, retail, telecom
 from mcpworld.synth.importers.tau2.airline_models import FlightDB
 from mcpworld.synth.importers.tau2.evaluate import Tau2Judge
 from mcpworld.synth.importers.tau2.retail_models import RetailDB
-from mcpworld.synth.importers.tau2.tools import AIRLINE_SCHEMAS, RETAIL_SCHEMAS, definitions, make_tools
+from mcpworld.synth.importers.tau2.tools import AIRLINE_SCHEMAS, RETAIL_SCHEMAS, definitions, make_tools, run_tool
 from mcpworld.worlds.users import User
-from mcpworld.worlds.world import Check, Outcome, Rule, Task, World, call, world_base
+from mcpworld.worlds.world import Check, Outcome, Rule, Task, World, world_base
 
 PACKAGE_INIT = '''"""A τ²-bench domain imported by `mcpworld synth import-tau2` (see manifest.json and docs/tau2.md)."""
 
@@ -45,30 +48,55 @@ world = load_package(Path(__file__).parent)
 
 
 class Domain:
-    """What the importer and loader know about one τ² domain."""
+    """What the importer and loader know about one τ² domain: its tables, its tools (`run(name, db, arguments)`
+    answers one; a dual-control domain has the user's too) and its clock."""
 
-    def __init__(self, name: str, title: str, db_model: type, toolkit: type, schemas: dict[str, dict[str, Any]],
-                 kinds: dict[str, str], tables: tuple[str, ...], clock: str):
-        self.name, self.title, self.db_model, self.toolkit = name, title, db_model, toolkit
-        self.schemas, self.kinds, self.tables, self.clock = schemas, kinds, tables, clock
+    def __init__(self, name: str, title: str, run: Callable[[str, Session, dict[str, Any]], str],
+                 schemas: dict[str, dict[str, Any]], kinds: dict[str, str], tables: tuple[str, ...], clock: str,
+                 user_run: Callable[[str, Session, dict[str, Any]], str] | None = None,
+                 user_schemas: dict[str, dict[str, Any]] | None = None, user_kinds: dict[str, str] | None = None):
+        self.name, self.title, self.run, self.schemas, self.kinds = name, title, run, schemas, kinds
+        self.tables, self.clock = tables, clock
+        self.user_run, self.user_schemas, self.user_kinds = user_run, user_schemas or {}, user_kinds or {}
 
 
+TELECOM_SCHEMAS, TELECOM_USER_SCHEMAS = telecom.schemas()
 DOMAINS = {
-    "airline": Domain("airline", "τ²-bench airline", FlightDB, airline.AirlineTools, AIRLINE_SCHEMAS, airline.KINDS,
-                      airline.TABLES, airline.NOW),
-    "retail": Domain("retail", "τ²-bench retail", RetailDB, retail.RetailTools, RETAIL_SCHEMAS, retail.KINDS,
-                     retail.TABLES, "2024-05-15T15:00:00"),  # retail reads no clock; the world needs one
+    "airline": Domain("airline", "τ²-bench airline", partial(run_tool, airline.AirlineTools), AIRLINE_SCHEMAS,
+                      airline.KINDS, airline.TABLES, airline.NOW),
+    "retail": Domain("retail", "τ²-bench retail", partial(run_tool, retail.RetailTools), RETAIL_SCHEMAS,
+                     retail.KINDS, retail.TABLES, "2024-05-15T15:00:00"),  # retail reads no clock; the world needs one
+    "telecom": Domain("telecom", "τ²-bench telecom", partial(telecom.run_tool, "assistant"), TELECOM_SCHEMAS,
+                      telecom.KINDS, (*telecom.TABLES, telecom.PHONE), telecom.NOW,
+                      user_run=partial(telecom.run_tool, "user"), user_schemas=TELECOM_USER_SCHEMAS,
+                      user_kinds=telecom.USER_KINDS),
 }
+DB_MODELS = {"airline": FlightDB, "retail": RetailDB}
 
 
 def world_name(domain: str) -> str:
     return f"tau2-{domain}"
 
 
-def normalise(domain: Domain, db_file: Path) -> dict[str, list[list[Any]]]:
-    """The domain's database as τ² holds it after loading: validated by the mirror models, then dumped."""
-    dumped = domain.db_model.model_validate(json.loads(db_file.read_text(encoding="utf-8"))).model_dump()
+def normalise(domain: Domain, folder: Path) -> dict[str, list[list[Any]]]:
+    """The domain's database as τ² holds it after loading: validated by the mirror models, then dumped (telecom:
+    the agent's `db.toml` and the user's `user_db.toml`)."""
+    if domain.name == "telecom":
+        return telecom.initial_tables(tomllib.loads((folder / "db.toml").read_text(encoding="utf-8")),
+                                      tomllib.loads((folder / "user_db.toml").read_text(encoding="utf-8")))
+    text = (folder / "db.json").read_text(encoding="utf-8")
+    dumped = DB_MODELS[domain.name].model_validate(json.loads(text)).model_dump()
     return {table: [[k, v] for k, v in dumped[table].items()] for table in domain.tables}
+
+
+def policy_text(domain: Domain, folder: Path) -> str:
+    """The agent's policy as τ² gives it (telecom: the main policy and the tech-support manual, tagged)."""
+    if domain.name == "telecom":
+        main = (folder / "main_policy.md").read_text(encoding="utf-8")
+        manual = (folder / "tech_support_manual.md").read_text(encoding="utf-8")
+        return (f"<main_policy>\n{main}\n</main_policy>\n<tech_support_policy>\n{manual}\n"
+                "</tech_support_policy>")
+    return (folder / "policy.md").read_text(encoding="utf-8")
 
 
 def write_package(data: Path, domain_name: str, dest: Path) -> Path:
@@ -78,21 +106,22 @@ def write_package(data: Path, domain_name: str, dest: Path) -> Path:
     if dest.exists():
         shutil.rmtree(dest)
     (dest / "tables").mkdir(parents=True)
-    for table, rows in normalise(domain, folder / "db.json").items():
+    for table, rows in normalise(domain, folder).items():
         (dest / "tables" / f"{table}.json").write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
     tasks = json.loads((folder / "tasks.json").read_text(encoding="utf-8"))
     (dest / "tasks.json").write_text(json.dumps(tasks, ensure_ascii=False, indent=1), encoding="utf-8")
     split = folder / "split_tasks.json"
     (dest / "split.json").write_text(split.read_text(encoding="utf-8") if split.is_file() else "{}", encoding="utf-8")
-    shutil.copyfile(folder / "policy.md", dest / "policy.md")
+    (dest / "policy.md").write_text(policy_text(domain, folder), encoding="utf-8")
     guidelines = data / "user_simulator" / "simulation_guidelines.md"  # how τ²'s user simulator is prompted
     if guidelines.is_file():
         shutil.copyfile(guidelines, dest / "user_guidelines.md")
-    source = data.parent.parent / "src" / "tau2" / "domains" / domain_name / "tools.py"
-    tools, from_source = definitions(domain.schemas, source)
+    source = data.parent.parent / "src" / "tau2" / "domains" / domain_name
+    tools, from_source = definitions(domain.schemas, source / "tools.py")
+    user_tools, _ = definitions(domain.user_schemas, source / "user_tools.py")
     manifest = {"name": world_name(domain_name), "domain": domain_name, "title": domain.title,
                 "source": str(data), "descriptions": "tau2 source docstrings" if from_source else "mcpworld's own",
-                "tools": tools}
+                "tools": tools, "user_tools": user_tools}
     (dest / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
     (dest / "__init__.py").write_text(PACKAGE_INIT, encoding="utf-8")
     (dest / "gold.json").write_text(json.dumps(play_gold(dest), indent=1), encoding="utf-8")
@@ -106,15 +135,15 @@ def play_gold(package: Path) -> dict[str, dict[str, Any]]:
     from mcpworld.worlds.runtime import WorldRuntime
 
     runtime = WorldRuntime(load_package(package))
-    initial = runtime.initial_rows(runtime.template(None))
     out = {}
     for task in runtime.world.tasks:
         episode = runtime.fork(task.id, 0, vary=False)
+        initial = runtime.initial_rows(episode.template)
         try:
             drop = []
             for i, step in enumerate(task.solution):
                 before = episode.conn.total_changes
-                if runtime.call(episode, step.name, step.arguments).error is not None \
+                if runtime.call(episode, step.name, step.arguments, step.role).error is not None \
                         and episode.conn.total_changes == before:
                     drop.append(i)
             after = record_texts(episode.conn, changed_records(episode.conn))
@@ -171,22 +200,41 @@ def tau2_tasks(tasks: list[dict[str, Any]], split: dict[str, list[str]], kinds: 
     out = []
     for t in tasks:
         criteria = t.get("evaluation_criteria") or {}
-        actions = [a for a in criteria.get("actions") or [] if a.get("requestor", "assistant") == "assistant"]
+        actions = criteria.get("actions") or []
         info = (played or {}).get(str(t["id"]))
         drop = set(info["drop"]) if info else set()
-        gold = [call(a["name"], **(a.get("arguments") or {})) for i, a in enumerate(actions) if i not in drop]
+        gold = [ToolCall(name=a["name"], arguments=a.get("arguments") or {}, role=a.get("requestor") or "assistant")
+                for i, a in enumerate(actions) if i not in drop]
         infos = [str(i) for i in criteria.get("communicate_info") or []]
         writes = info["changes"] if info else any(kinds.get(a["name"]) == "write" for a in actions)
         refusal = not writes and not infos
         scenario = t.get("user_scenario") or {}
         user = User(instructions=scenario_text(scenario, persona=False), persona=str(scenario.get("persona") or ""))
+        checks = ([says_all(infos)] if infos else []) + ([holds(criteria["env_assertions"])]
+                                                          if criteria.get("env_assertions") else [])
+        initial = (t.get("initial_state") or {}).get("initialization_actions")
         out.append(Task(id=str(t["id"]), instruction=scenario_text(scenario) or str(t["id"]), user=user,
                         solution=gold, split="test" if t["id"] in test else "train",
                         rubric=[str(x) for x in criteria.get("nl_assertions") or []],
                         kind="refusal" if refusal else "state", reason="policy" if refusal else None,
                         answer=REFUSAL if refusal else (" ".join(infos) or None),
-                        verify=says_all(infos) if infos else None))
+                        verify=all_of(checks) if checks else None,
+                        setup=telecom.setup(initial) if initial else None))
     return out
+
+
+def holds(assertions: list[dict[str, Any]]) -> Callable[[Outcome], Check]:
+    """The `strict` check of a task with τ²'s environment assertions (telecom: the phone works as the user
+    wants, the bill is paid): each holds on the end state, run on the server as τ² runs them."""
+    def verify(outcome: Outcome) -> Check:
+        met = telecom.assertions_met(outcome.final.connection(), assertions)
+        return Check(name="the end state meets τ²'s assertions", passed=met,
+                     detail="" if met else "an assertion on the end state does not hold")
+    return verify
+
+
+def all_of(checks: list[Callable[[Outcome], Check]]) -> Callable[[Outcome], list[Check]]:
+    return lambda outcome: [check(outcome) for check in checks]
 
 
 class Tau2World(World):
@@ -228,13 +276,16 @@ def load_package(path: str | Path) -> World:
             db.add_all([models[table](key=k, pos=i, data=json.dumps(v, ensure_ascii=False, separators=(",", ":")))
                         for i, (k, v) in enumerate(rows)])
 
+    user_tools = make_tools(domain.user_run, manifest.get("user_tools") or [], domain.user_kinds) \
+        if domain.user_run is not None else []
     judge = Tau2Judge({str(t["id"]): t.get("evaluation_criteria") or {} for t in tasks})
     evidence: Callable[[Any, Any, str | None], dict[str, Any]] = judge
     return Tau2World(
         name=manifest["name"], title=manifest["title"],
         description=f"τ²-bench {manifest['domain']} domain: τ²'s tools, data and tasks, scored as τ² scores them.",
         scenario=(path / "policy.md").read_text(encoding="utf-8"), base=base, seed=seed,
-        tools=make_tools(domain.toolkit, manifest["tools"], domain.kinds),
+        tools=make_tools(domain.run, manifest["tools"], domain.kinds), user_tools=user_tools,
+        free_fields={telecom.PHONE: ("data",)} if user_tools else {},  # the phone is judged by τ²'s assertions
         tasks=tau2_tasks(tasks, split, domain.kinds, played), rules=[POLICY_RULE],
         tags=["tau2", manifest["domain"]], clock=datetime.fromisoformat(domain.clock),
         source=f"tau2-bench {manifest['domain']} ({manifest.get('source', '')})", evidence=evidence,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +32,16 @@ def run_tool(toolkit: type, name: str, db: Session, arguments: dict[str, Any]) -
     return render(value)
 
 
-def make_tools(toolkit: type, definitions: list[dict[str, Any]], kinds: dict[str, str]) -> list[Any]:
-    """The world's tools: one raw tool per definition (`name`, `description`, `inputSchema`)."""
+def make_tools(run: Callable[[str, Session, dict[str, Any]], str], definitions: list[dict[str, Any]],
+               kinds: dict[str, str]) -> list[Any]:
+    """The world's tools: one raw tool per definition (`name`, `description`, `inputSchema`), each answered by
+    `run(name, db, arguments)`."""
     out = []
     for d in definitions:
         name = d["name"]
 
         def fn(db: Session, arguments: dict[str, Any], _name: str = name) -> str:
-            return run_tool(toolkit, _name, db, arguments)
+            return run(_name, db, arguments)
 
         out.append(raw_tool(name, d["description"], d["inputSchema"], fn, writes=kinds[name] == "write"))
     return out
