@@ -54,8 +54,21 @@ def text_result(text: str, *, error: bool = False, structured: dict[str, Any] | 
                                 is_error=error)
 
 
-def value_result(value: Any) -> types.CallToolResult:
-    """A tool's return value: text as it is, anything else as JSON; structured content always an object."""
+# On a tool function: `fn(value) -> str`, the text its values are sent as, alone (no structured content), because the
+# server it imitates writes them so (an AWM import: FastApiMCP's indented JSON).
+RESULT_TEXT_ATTR = "__mcpworld_result_text__"
+
+
+def result_text(fn: Any) -> Callable[[Any], str] | None:
+    """The tool function's own text for its values (`RESULT_TEXT_ATTR`), if it has one."""
+    return getattr(fn, RESULT_TEXT_ATTR, None)
+
+
+def value_result(value: Any, render: Callable[[Any], str] | None = None) -> types.CallToolResult:
+    """A tool's return value: text as it is, anything else as JSON; structured content always an object. With the
+    tool's own `render` (`result_text`): that text alone."""
+    if render is not None:
+        return text_result(render(value))
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text_result(text, structured=value if isinstance(value, dict) else {"result": value})
 
@@ -67,9 +80,11 @@ def wire_result(result: types.CallToolResult) -> dict[str, Any]:
     return dumped
 
 
-def value_wire(value: Any) -> dict[str, Any]:
-    """`wire_result(value_result(value))`, built without the models when `value` is plain JSON (the common case:
-    a row's columns), which is most of what a small tool call costs the server beyond the tool itself."""
+def value_wire(value: Any, render: Callable[[Any], str] | None = None) -> dict[str, Any]:
+    """`wire_result(value_result(value, render))`, built without the models when `value` is plain JSON (the common
+    case: a row's columns), which is most of what a small tool call costs the server beyond the tool itself."""
+    if render is not None:
+        return {"content": [{"type": "text", "text": render(value)}], "isError": False}
     if isinstance(value, str):
         text = value
     else:

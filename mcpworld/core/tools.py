@@ -72,9 +72,11 @@ class ArgumentError(ValueError):
 
 
 def _shown_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The model's JSON Schema as a tool's inputSchema: no model title, no `null` default a type cannot hold."""
+    """The model's JSON Schema as a tool's inputSchema: no model title (a raw tool's own schema keeps its title: an
+    AWM import shows FastApiMCP's `<tool>Arguments`), no `null` default a type cannot hold."""
     schema = model.model_json_schema()
-    schema.pop("title", None)
+    if "title" in schema and schema["title"] in (model.__name__, model.model_config.get("title")):
+        del schema["title"]
     for prop in (schema.get("properties") or {}).values():
         if "default" in prop and prop["default"] is None and "type" in prop and "null" not in prop["type"]:
             del prop["default"]  # an `Absent` argument: left out means None, which the schema need not show

@@ -53,7 +53,7 @@ from mcpworld.worlds.users import GREETING, GUIDELINES, MESSAGE_USER, Conversati
 from mcpworld.worlds.users import tool_definition as message_user_definition
 from mcpworld.worlds.variation import IDENTITY, View, draw_view
 from mcpworld.worlds.verify import VERDICT_MODE, Judge
-from mcpworld.worlds.world import RAW_SPEC, KeptError, Task, ToolError, World, first_line
+from mcpworld.worlds.world import ON_CLOSE, RAW_SPEC, KeptError, Task, ToolError, World, first_line
 
 
 def quiet_identity_warning() -> None:
@@ -124,6 +124,8 @@ class Episode:
 
     def close(self) -> None:
         if self.session is not None:
+            for hook in self.session.info.pop(ON_CLOSE, []):
+                hook()
             with activate(self.conn):
                 self.session.close()
         if self.engine is not None:

@@ -23,6 +23,7 @@ from mcpworld.core.episode_server import (
     argument_size_error,
     connection_key,
     error_wire,
+    result_text,
     text_result,
     value_result,
     value_wire,
@@ -205,7 +206,8 @@ class WorldServer:
         except EpisodeError:
             return None
         result = await self.run_tool(episode, name, arguments)
-        return error_wire(result.error) if result.error is not None else value_wire(result.value)
+        return error_wire(result.error) if result.error is not None else value_wire(
+            result.value, result_text(getattr(self.runtime.tools.get(name), "fn", None)))
 
     def _declares_handle(self, tool: str) -> bool:
         declared = self.__dict__.get("_handle_declared")
@@ -241,7 +243,7 @@ class WorldServer:
         result = await self.run_tool(episode, params.name, arguments, role)
         if result.error is not None:
             return text_result(result.error, error=True)
-        return value_result(result.value)
+        return value_result(result.value, result_text(getattr(self.runtime.tools.get(params.name), "fn", None)))
 
     async def run_tool(self, episode: Episode, name: str, arguments: dict[str, Any],
                        role: str = "assistant") -> CallResult:

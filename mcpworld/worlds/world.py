@@ -38,6 +38,7 @@ __all__ = [
     "db_time",
     "fetch",
     "new_id",
+    "on_close",
     "not_found",
     "now",
     "tool",
@@ -138,6 +139,14 @@ def fetch(db: Session, model: type[T], key: Any, kind: str | None = None) -> T:
 def now(db: Session) -> datetime:
     """The episode's clock: fixed per world, so the same task and seed always behave the same."""
     return db.info["now"]
+
+
+ON_CLOSE = "on_close"
+
+
+def on_close(db: Session, hook: Callable[[], None]) -> None:
+    """Run `hook` when the episode of `db` closes: what a world holds for it elsewhere (a worker session) ends too."""
+    db.info.setdefault(ON_CLOSE, []).append(hook)
 
 
 def new_id(db: Session, prefix: str = "", length: int = 6) -> str:

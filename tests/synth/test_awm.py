@@ -262,54 +262,10 @@ def test_bad_lines_are_reported_and_skipped_not_fatal(tmp_path: Path) -> None:
 
 # -- what the agent sees and what calls do, as AWM's own server (FastAPI + FastApiMCP + the MCP SDK) -----------
 
-EXTRA_ENDPOINTS = '''
-class PetCreate(BaseModel):
-    owner_id: int
-    name: str
-    species: str
-
-
-class Reminder(BaseModel):
-    note: Optional[str] = None
-    urgent: bool = False
-
-
-@app.post("/pets", response_model=PetOut, summary="Register a pet", operation_id="add_pet")
-def add_pet(body: PetCreate, db: Session = Depends(get_db)):
-    pet = Pet(owner_id=body.owner_id, name=body.name, species=body.species)
-    db.add(pet)
-    db.commit()
-    db.refresh(pet)
-    return pet
-
-
-@app.post("/reminders", summary="Send a reminder to the clinic's owners", operation_id="send_reminder")
-def send_reminder(body: Reminder, db: Session = Depends(get_db)):
-    db.add(Owner(name="Reminder sent", email=body.note))
-    db.commit()
-    return {"sent": True, "urgent": body.urgent}
-
-
-if __name__ == "__main__":'''
-
-
 @pytest.fixture(scope="module")
-def faithful(tmp_path_factory: pytest.TempPathFactory) -> WorldRuntime:
-    """Pet Clinic 1 with two more endpoints: one whose body has only optional fields, one that breaks a CHECK."""
-    root = tmp_path_factory.mktemp("awm-faithful")
-    data = root / "data"
-    shutil.copytree(DATA, data)
-    lines = []
-    for line in (data / "gen_envs.jsonl").read_text().splitlines():
-        record = json.loads(line)
-        if record["scenario"] == "Pet Clinic 1":
-            record["full_code"] = record["full_code"].replace('\n\nif __name__ == "__main__":', EXTRA_ENDPOINTS)
-        lines.append(json.dumps(record))
-    (data / "gen_envs.jsonl").write_text("\n".join(lines) + "\n")
-    code, output = run_cli("import-awm", str(data), "--only", "Pet Clinic 1", "--references",
-                           str(DATA / "references.jsonl"), "--no-audit", "-o", str(root / "out"))
-    assert code == 0, output
-    return WorldRuntime(load_world(root / "out" / "awm-pet-clinic-1"))
+def faithful(awm_faithful: Path) -> WorldRuntime:
+    """Pet Clinic 1 with two more endpoints (tests/synth/conftest.py)."""
+    return WorldRuntime(load_world(awm_faithful))
 
 
 def count(episode: object, table: str) -> int:

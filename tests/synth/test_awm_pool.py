@@ -106,3 +106,38 @@ def test_a_zygote_started_by_a_short_lived_thread_outlives_it() -> None:
         assert proc.poll() is None and worker.run("json:dumps", {"obj": 2}).ok and worker.starts == 1
     finally:
         worker.close()
+
+
+def test_an_episode_keeps_one_session_that_ends_with_it(three_worlds: list[Path],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Warm calls ship no database: the session's, kept between calls and mirrored byte for byte, is the episode's;
+    a write beside the session (the server's own database changed) is noticed and sent; closing ends the process."""
+    from mcpworld.synth.importers import awm
+    from tests.synth.test_worker_sessions import under
+
+    shipped: list[bool] = []
+    real = awm.run_job
+
+    def spy(path: Path, entry: str, args: dict, session: str | None = None) -> object:
+        shipped.append("db" in args)
+        return real(path, entry, args, session)
+
+    monkeypatch.setattr(awm, "run_job", spy)
+    runtime = WorldRuntime(load_package(three_worlds[0]))
+    worker = package_worker(three_worlds[0])
+    try:
+        episode = runtime.fork("task-1")
+        assert runtime.call(episode, "list_pets", {"owner_id": 1}).error is None
+        alone = under(worker) - 1
+        assert runtime.call(episode, "cancel_appointment", {"appointment_id": 2}).error is None
+        assert runtime.call(episode, "cancel_appointment", {"appointment_id": 2}).error  # a 400: nothing written
+        assert "cancelled" in json.dumps(runtime.call(episode, "get_appointment", {"appointment_id": 2}).value)
+        assert shipped == [True, False, False, False]
+        episode.conn.execute("UPDATE appointments SET status = 'scheduled' WHERE id = 2")
+        seen = runtime.call(episode, "get_appointment", {"appointment_id": 2})
+        assert '"scheduled"' in json.dumps(seen.value) and shipped[-2:] == [False, True]
+        assert under(worker) == alone + 1
+        episode.close()
+        assert under(worker) == alone
+    finally:
+        worker.close()

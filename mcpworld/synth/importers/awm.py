@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import hashlib
 import json
 import re
+import secrets
 import shutil
 import sqlite3
 from collections.abc import Callable
@@ -46,12 +48,13 @@ from mcpworld.synth.importers.awm_format import (
 from mcpworld.synth.sandbox.signatures import proxy_tool
 from mcpworld.synth.sandbox.worker import Limits, Worker, WorkerError, shared_worker
 from mcpworld.synth.tasks.taskspec import SynthTask, load_tasks, save_tasks
-from mcpworld.worlds.world import Outcome, ToolError, World, raw_tool, world_base
+from mcpworld.worlds.world import Outcome, ToolError, World, on_close, raw_tool, world_base
 
 MANIFEST = "scenario.json"
 SERVER_FILE = "server.py"
 VERIFIERS_FILE = "verifiers.json"
 REPORT_FILE = "report.json"
+SESSION = "awm_session"
 LIMITS = Limits(cpu_s=10, wall_s=20, memory_mb=2048, file_mb=64, open_files=128)
 PRELOAD = ("json", "sqlite3", "sqlalchemy", "sqlalchemy.orm", "pydantic", "fastapi", "fastapi.testclient",
            "mcpworld.synth.sandbox.jobs", "mcpworld.synth.importers.awm_worker")
@@ -110,8 +113,8 @@ def package_worker(path: Path) -> Worker:
     return shared_worker(LIMITS, PRELOAD, binds=(str(path),), warm=((f"{WORKER}:warm", (("path", str(path)),)),))
 
 
-def run_job(path: Path, entry: str, args: dict[str, Any]) -> Any:
-    result = package_worker(path).run(f"{WORKER}:{entry}", args)
+def run_job(path: Path, entry: str, args: dict[str, Any], session: str | None = None) -> Any:
+    result = package_worker(path).run(f"{WORKER}:{entry}", args, session=session)
     if not result.ok:
         raise ToolError(f"the scenario's worker failed: {result.error}")
     return result.value
@@ -119,6 +122,22 @@ def run_job(path: Path, entry: str, args: dict[str, Any]) -> Any:
 
 def _raw(db: Session) -> Any:
     return db.connection().connection.driver_connection
+
+
+def digest(data: bytes) -> str:
+    """What an episode's database is, byte for byte: its worker session serves it only when its own is the same."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _session(db: Session, path: Path) -> tuple[str, bool]:
+    """The episode's session in the scenario's worker (and whether it is new): its database stays loaded there
+    between calls, and the session ends when the episode closes."""
+    known = db.info.get(SESSION)
+    if known is not None:
+        return known, False
+    session = db.info[SESSION] = secrets.token_hex(8)
+    on_close(db, lambda: package_worker(path).end(session))
+    return session, True
 
 
 def _b64(data: bytes) -> str:
@@ -196,10 +215,84 @@ def mcp_input_schema(spec: dict[str, Any]) -> dict[str, Any]:
     return shown
 
 
+HIDDEN_IN_DISPLAY = ("allOf", "anyOf", "oneOf", "nullable", "discriminator", "readOnly", "writeOnly", "xml",
+                     "externalDocs")
+
+
+def _display(schema: dict[str, Any]) -> dict[str, Any]:
+    """FastApiMCP's `clean_schema_for_display`: unions and internals dropped, from properties and items too."""
+    schema = {k: v for k, v in schema.items() if k not in HIDDEN_IN_DISPLAY}
+    if isinstance(schema.get("properties"), dict):
+        schema["properties"] = {k: _display(v) if isinstance(v, dict) else v for k, v in schema["properties"].items()}
+    if schema.get("type") == "array" and isinstance(schema.get("items"), dict):
+        schema["items"] = _display(schema["items"])
+    return schema
+
+
+STRING_FORMATS = {"date-time": "2023-01-01T00:00:00Z", "date": "2023-01-01", "email": "user@example.com",
+                  "uri": "https://example.com"}
+
+
+def _example(schema: Any) -> Any:
+    """FastApiMCP's `generate_example_from_schema`: one item per array, a string's title (or format's sample)."""
+    if not schema or not isinstance(schema, dict):
+        return None
+    kind = schema.get("type")
+    if kind == "object":
+        values = {k: _example(v) for k, v in (schema.get("properties") or {}).items()}
+        return {k: v for k, v in values.items() if v is not None}
+    if kind == "array":
+        item = _example(schema["items"]) if "items" in schema else None
+        return [] if item is None else [item]
+    if kind == "string":
+        return STRING_FORMATS.get(str(schema.get("format")), schema.get("title", "string"))
+    return {"integer": 1, "number": 1.0, "boolean": True}.get(str(kind))
+
+
+def mcp_description(spec: dict[str, Any]) -> str:
+    """The description AWM's server shows (FastApiMCP 0.4, its default options): the summary (else `METHOD path`),
+    the description, then "### Responses:" with the first 2xx response (all of them when there is none), its
+    content types, and its example or one generated from its schema. A package imported before this was recorded
+    (no `operation`) keeps the description it stored."""
+    op = spec.get("operation")
+    if op is None:
+        return spec["description"]
+    text = op["summary"] or f"{spec['method'].upper()} {spec['path']}"
+    if op["description"]:
+        text += f"\n\n{op['description']}"
+    responses = _inline(op["responses"], spec["input_schema"].get("$defs") or {})
+    if not responses:
+        return text
+    text += "\n\n### Responses:\n"
+    success = next((str(c) for c in range(200, 300) if str(c) in responses), None)
+    for code, response in ({success: responses[success]} if success else responses).items():
+        text += f"\n**{code}**: {response.get('description', '')}" + (" (Success Response)" if success else "")
+        for content_type, content in (response.get("content") or {}).items():
+            if "schema" not in content:
+                continue
+            text += f"\nContent-Type: {content_type}"
+            if "examples" in content:
+                example = next((e["value"] for e in content["examples"].values() if "value" in e), None)
+            else:
+                example = content.get("example")
+            example = example or _example(_display(content["schema"]))
+            if example:
+                text += f"\n\n**Example Response:**\n```json\n{json.dumps(example, indent=2)}\n```"
+    return text
+
+
+def fastapi_mcp_text(value: Any) -> str:
+    """A result as FastApiMCP writes it: the response's JSON indented by 2, non-ASCII kept (a plain-text response
+    reads as a JSON string here: the worker's value does not tell them apart)."""
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
 def awm_tool(spec: dict[str, Any], run: Callable[[Session, dict[str, Any]], Any]) -> Callable[..., Any]:
-    """One tool of an AWM server as its MCP server serves it: arguments checked against the shown schema as the MCP
-    SDK checks them (JSON Schema, no coercion: `"45"` is not an integer), then passed on as sent."""
+    """One tool of an AWM server as its MCP server serves it: FastApiMCP's description (`mcp_description`), arguments
+    checked against the shown schema as the MCP SDK checks them (JSON Schema, no coercion: `"45"` is not an integer)
+    and passed on as sent, and the result as FastApiMCP's text (`fastapi_mcp_text`, no structured content)."""
     from mcpworld.core.blocking import BLOCKING_ATTR, call_abandoned
+    from mcpworld.core.episode_server import RESULT_TEXT_ATTR
 
     name = spec["name"]
     shown = mcp_input_schema(spec)
@@ -215,8 +308,9 @@ def awm_tool(spec: dict[str, Any], run: Callable[[Session, dict[str, Any]], Any]
             raise ToolError(f"{name} answered after its call had timed out; its changes were discarded")
         return value
 
-    fn = raw_tool(name, spec["description"], shown, call, writes=spec["method"] != "get")
+    fn = raw_tool(name, mcp_description(spec), shown, call, writes=spec["method"] != "get")
     setattr(fn, BLOCKING_ATTR, LIMITS.wall_s + 10)
+    setattr(fn, RESULT_TEXT_ATTR, fastapi_mcp_text)
     return fn
 
 
@@ -248,10 +342,15 @@ def load_package(path: str | Path) -> World:
             from mcpworld.core.tools import to_jsonable
             from mcpworld.synth.sandbox.packages import apply_changes
 
-            out = run_job(path, "call", {"path": str(path.resolve()), "tool": tool,
-                                         "arguments": to_jsonable(arguments), "db": _b64(_raw(db).serialize()),
-                                         "seed": db.info["rng"].getrandbits(31), "now": manifest["clock"],
-                                         "served_as": manifest.get("served_as", "mcpworld")})
+            session, new = _session(db, path)
+            data = _raw(db).serialize()
+            args = {"path": str(path.resolve()), "tool": tool, "arguments": to_jsonable(arguments),
+                    "seed": db.info["rng"].getrandbits(31), "now": manifest["clock"],
+                    "served_as": manifest.get("served_as", "mcpworld"), "digest": digest(data)}
+            loaded = {"db": _b64(data), "keys": primary_keys}
+            out = run_job(path, "call", {**args, **loaded} if new else args, session)
+            if out.get("stale"):  # the session holds another state (or none): it gets the episode's
+                out = run_job(path, "call", {**args, **loaded}, session)
             if "error" in out:
                 raise ToolError(out["error"])
             apply_changes(db, out["changes"], primary_keys)
@@ -492,6 +591,7 @@ def _kept(described: list[dict[str, Any]], real: list[dict[str, Any]]) -> list[d
     out = []
     for tool in real:
         route = dict(routes[tool["name"]])
+        route.pop("operation", None)  # the real tool's description, not the generated route's
         schema = tool.get("input_schema") or {"type": "object", "properties": {}}
         where = {p: route["where"].get(p, "body") for p in schema.get("properties") or {}}
         route.update(description=tool.get("description") or tool["name"], input_schema=schema, where=where,

@@ -5,19 +5,24 @@ warms up once per world: it executes the scenario's generated server module (nev
 with SQLAlchemy's `create_engine` replaced by one whose connections open whichever database file the
 current job points at. Each job then runs in a forked child:
 
-- `call`: the episode's database (serialized bytes) is written to a private file, the endpoint behind the
-  tool is requested through FastAPI's in-process test client (routing, validation and dependencies
-  exactly as over HTTP), and the rows it changed are read back from the change-log triggers the template
-  carries, for the server to apply in the call's transaction;
+- `call`: in the episode's session (a process of its own, kept between its calls), on the episode's database: the
+  endpoint behind the tool is requested through FastAPI's in-process test client (routing, validation and
+  dependencies exactly as over HTTP), and the rows it changed are read back from the change-log triggers the
+  template carries, for the server to apply in the call's transaction. The session then puts its database back as
+  it was and applies those changes with the server's own statements, so both hold the same bytes; each call says
+  the digest of the server's, and a session holding anything else answers `stale` and is sent the database. A
+  generated server's module-level variables persist across one episode's calls, as in AWM's own server process;
+  the episode's data is always the server's;
 - `verify`: AWM's verification function receives the initial and final database paths (read-only copies,
   without mcpworld's change log) and, in code mode, the final answer;
 - `describe`: the tools FastApiMCP would expose (one per operation id, path + query + body fields merged
-  into one input schema).
+  into one input schema), with the operation's summary, description and responses its descriptions are built from.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import inspect
 import json
 import os
@@ -30,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpworld.core.schemas import resolve_ref
+from mcpworld.synth.sandbox.changes import change_statements
 
 SERVER_FILE = "server.py"
 CHANGES_TABLE = "_mcpworld_changes"  # the runtime's change log (mcpworld.worlds.database.CHANGES_TABLE)
@@ -221,8 +227,10 @@ def _tool_specs(app: Any) -> list[dict[str, Any]]:
             if components:
                 schema["$defs"] = components
             text = " ".join(p for p in (op.get("summary"), op.get("description")) if p) or name
+            operation = {"summary": op.get("summary") or "", "description": op.get("description") or "",
+                         "responses": _refs_to_defs(op.get("responses") or {})}  # what FastApiMCP describes
             out.append({"name": name, "description": text, "input_schema": schema, "method": method,
-                        "path": route, "where": where, "body_mode": body_mode})
+                        "path": route, "where": where, "body_mode": body_mode, "operation": operation})
     return out
 
 
@@ -325,11 +333,41 @@ def _freeze_server_clock(now: str, seed: int) -> None:
             setattr(module, name, getattr(dt, real[id(value)]))
 
 
-def call(path: str, tool: str, arguments: dict[str, Any], db: str, seed: int, now: str,
-         served_as: str = "mcpworld") -> dict[str, Any]:
-    """Run the endpoint behind `tool` on a private copy of the episode's database; its result and row changes.
-    `served_as` (the package's, sent with each call: the worker warms before an import writes it) is "awm" for
-    FastApiMCP's request and error text, else mcpworld's own (a twin of a real MCP server)."""
+def _episode(db: str | None, keys: dict[str, list[str]] | None, digest: str) -> tuple[bytes, dict[str, Any]] | None:
+    """The episode's database as the server has it (`db` when sent, else this session's if its digest is the same)
+    and its primary keys; None when this session holds another state."""
+    if db is not None and keys is not None:
+        _state["episode"] = {"data": base64.b64decode(db), "keys": {t: tuple(pk) for t, pk in keys.items()}}
+    episode = _state.get("episode")
+    if episode is None or hashlib.blake2b(episode["data"], digest_size=16).hexdigest() != digest:
+        return None
+    return episode["data"], episode["keys"]
+
+
+def _keep(data: bytes, keys: dict[str, tuple[str, ...]], changes: list[dict[str, Any]]) -> None:
+    """The session's database after the call: the one before, with the changes applied as the server applies them
+    (`packages.apply_changes`, in a transaction of its own: `database._begin`), so the bytes are the server's."""
+    conn = _open(data)
+    conn.isolation_level = None
+    conn.execute("PRAGMA foreign_keys=ON")
+    try:
+        conn.execute("BEGIN")
+        conn.execute("PRAGMA defer_foreign_keys=ON")
+        for sql, params in change_statements(changes, keys):
+            conn.execute(sql, params)
+        conn.execute("COMMIT")
+        _state["episode"]["data"] = conn.serialize()
+    except sqlite3.Error:  # the server's commit fails the same way: the next call sends its database
+        _state.pop("episode", None)
+    finally:
+        conn.close()
+
+
+def call(path: str, tool: str, arguments: dict[str, Any], seed: int, now: str, served_as: str = "mcpworld",
+         digest: str = "", db: str | None = None, keys: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    """Run the endpoint behind `tool` on the episode's database (`_episode`); its result and row changes, or
+    `{"stale": true}`. `served_as` (the package's, sent with each call: the worker warms before an import writes
+    it) is "awm" for FastApiMCP's request and error text, else mcpworld's own (a twin of a real MCP server)."""
     import asyncio
 
     import httpx
@@ -338,7 +376,10 @@ def call(path: str, tool: str, arguments: dict[str, Any], db: str, seed: int, no
     spec = _state["routes"].get(tool)
     if spec is None:
         return {"error": f"unknown tool {tool!r}"}
-    data = base64.b64decode(db)
+    episode = _episode(db, keys, digest)
+    if episode is None:
+        return {"stale": True}
+    data, primary_keys = episode
     conn = _state["conn"] = _open(data)
     conn.execute(f"DELETE FROM {CHANGES_TABLE}")
     conn.commit()
@@ -363,7 +404,9 @@ def call(path: str, tool: str, arguments: dict[str, Any], db: str, seed: int, no
         value = response.json()
     except ValueError:
         value = response.text
-    return {"value": value, "changes": _changes(_open(data), conn)}
+    changes = _changes(_open(data), conn)
+    _keep(data, primary_keys, changes)
+    return {"value": value, "changes": changes}
 
 
 # -- AWM verifiers ------------------------------------------------------------------------------------

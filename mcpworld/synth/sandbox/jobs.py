@@ -31,12 +31,16 @@ def call_function(source: str, name: str, args: dict[str, Any]) -> Any:
     return namespace[name](**args)
 
 
+_REAL_DATETIME, _REAL_DATE = _dt.datetime, _dt.date
+
+
 def freeze_time(now_iso: str, seed: int) -> None:
-    """One clock and one seeded generator per call, so replays of an imported tool agree."""
-    frozen = _dt.datetime.fromisoformat(now_iso)
+    """One clock and one seeded generator per call, so replays of an imported tool agree. Called again (a worker
+    session's next call), it replaces the last call's clock rather than wrapping it."""
+    frozen = _REAL_DATETIME.fromisoformat(now_iso)
     if frozen.tzinfo is None:
         frozen = frozen.replace(tzinfo=_dt.timezone.utc)
-    base = _dt.datetime
+    base = _REAL_DATETIME
 
     class FrozenDatetime(base):  # type: ignore[misc, valid-type]
         @classmethod
@@ -52,7 +56,7 @@ def freeze_time(now_iso: str, seed: int) -> None:
         def today(cls) -> Any:
             return cls.now()
 
-    class FrozenDate(_dt.date):
+    class FrozenDate(_REAL_DATE):  # type: ignore[misc, valid-type]
         @classmethod
         def today(cls) -> Any:
             return cls.fromisoformat(frozen.date().isoformat())

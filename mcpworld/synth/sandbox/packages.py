@@ -28,6 +28,7 @@ from sqlalchemy import create_engine
 from sqlmodel import Session
 
 from mcpworld.core.models import ToolCall, Verdict
+from mcpworld.synth.sandbox.changes import change_statements, insert_sql
 from mcpworld.synth.sandbox.signatures import proxy_tool
 from mcpworld.synth.sandbox.worker import Limits, Worker, in_worker, shared_worker
 from mcpworld.worlds.answers import AnswerPart
@@ -107,31 +108,11 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _insert(table: str, cols: list[str]) -> str:
-    return f"INSERT INTO {_quote(table)} ({', '.join(map(_quote, cols))}) VALUES ({', '.join('?' for _ in cols)})"
-
-
 def apply_changes(db: Session, changes: list[dict[str, Any]], primary_keys: dict[str, tuple[str, ...]]) -> None:
     """Replay a worker's row changes on the episode, in the current transaction."""
     conn = db.connection()
-    for change in changes:
-        table, before, after = change["table"], change["before"], change["after"]
-        pk = primary_keys[table]
-        where = " AND ".join(f'"{c}" = ?' for c in pk)
-        if after is None:
-            conn.exec_driver_sql(f'DELETE FROM "{table}" WHERE {where}', tuple(before[c] for c in pk))
-        elif before is None:
-            cols = list(after)
-            conn.exec_driver_sql(_insert(table, cols), tuple(after[c] for c in cols))
-        else:
-            cols = list(after)
-            sets = ", ".join(f'"{c}" = ?' for c in cols)
-            conn.exec_driver_sql(f'UPDATE "{table}" SET {sets} WHERE {where}',
-                                 tuple(after[c] for c in cols) + tuple(before[c] for c in pk))
+    for sql, params in change_statements(changes, primary_keys):
+        conn.exec_driver_sql(sql, params)
 
 
 def _proxied(path: Path, meta: dict[str, Any]) -> World:
@@ -152,7 +133,7 @@ def _proxied(path: Path, meta: dict[str, Any]) -> World:
         for table, rows in desc["rows"].items():
             for row in rows:
                 cols = list(row)
-                conn.exec_driver_sql(_insert(table, cols), tuple(row[c] for c in cols))
+                conn.exec_driver_sql(insert_sql(table, cols), tuple(row[c] for c in cols))
 
     def run(entry: str, args: dict[str, Any]) -> Any:
         result = package_worker(path).run(f"{__name__}:{entry}", {"path": str(path.resolve()), **args})

@@ -16,6 +16,11 @@ a server with a thousand imported worlds holds the zygotes of the worlds in use,
 zygote starts on its first job (a cold call); when one more would pass the bound, the least recently used idle
 zygote is closed (its world's next job starts it again). A zygote running a job is never closed for another.
 
+A job may name a `session` (an episode): it then runs in that session's long-lived child of the zygote, which keeps
+what the job left loaded (an AWM episode's database) for the session's next job, under the same limits, and costs no
+fork. Sessions are bounded the same way (at most the pool's size live, least recently used ended first) and end with
+`Worker.end` (the episode closed), with their zygote, or when the zygote replaces one (zygote.py says when).
+
 Limits (defaults in `Limits`): CPU seconds per job, wall-clock seconds per job, address space (memory) for
 every process, the largest file a job may write, open files. Network: none under bubblewrap or unshare
 (a fresh network namespace); with neither available the environment is scrubbed (no proxies, no keys)
@@ -136,13 +141,14 @@ class Worker:
     _contained: contain.Contained | None = field(default=None, init=False, repr=False)
     _buffer: bytearray = field(default_factory=bytearray, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _ending: list[str] = field(default_factory=list, init=False, repr=False)  # sessions to end once the lock is free
     starts: int = field(default=0, init=False)
 
     def _command(self) -> list[str]:
         config = {"sys_path": [str(SOURCE_ROOT), *self.paths], "preload": list(self.preload),
                   "warm": [[entry, dict(kwargs)] for entry, kwargs in self.warm],
                   "memory_mb": self.limits.memory_mb, "file_mb": self.limits.file_mb,
-                  "open_files": self.limits.open_files, "result_mb": self.limits.result_mb}
+                  "open_files": self.limits.open_files, "result_mb": self.limits.result_mb, "sessions": POOL.size}
         python = [sys.executable, "-I", str(ZYGOTE), json.dumps(config)]
         if sandbox_kind() == "unshare":
             return ["unshare", "-rn", "--pid", "--fork", "--kill-child", *python]
@@ -203,8 +209,8 @@ class Worker:
         return line.decode()
 
     def run(self, entry: str, args: dict[str, Any], *, files: dict[str, str] | None = None,
-            cpu_s: int | None = None, wall_s: float | None = None) -> JobResult:
-        """Run `entry` ("package.module:function") with keyword `args` in a fresh child.
+            cpu_s: int | None = None, wall_s: float | None = None, session: str | None = None) -> JobResult:
+        """Run `entry` ("package.module:function") with keyword `args` in a fresh child (or `session`'s own).
 
         `files` (relative path -> text) are written into the child's working directory first. The job
         is retried once only if the zygote died (it exited, or could not take the job): a reply that is late
@@ -212,41 +218,73 @@ class Worker:
         """
         wall = float(wall_s or self.limits.wall_s)
         job = {"entry": entry, "args": args, "files": files or {},
-               "cpu_s": cpu_s or self.limits.cpu_s, "wall_s": wall}
+               "cpu_s": cpu_s or self.limits.cpu_s, "wall_s": wall, "session": session}
         line = json.dumps(job, default=str).encode() + b"\n"
-        with self._lock:
-            if self.warm:
-                POOL.touch(self)
-            for attempt in (1, 2):
-                proc = self._proc if self._proc is not None and self._proc.poll() is None else self._start()
+        try:
+            with self._lock:
+                return self._run(line, wall, session)
+        finally:
+            self._end_pending()
+
+    def end(self, session: str) -> None:
+        """End a session's process: now, or right after the job that is running (never waiting for it)."""
+        POOL.session_ended(self, session)
+        self._ending.append(session)
+        self._end_pending()
+
+    def _end_pending(self) -> None:
+        while self._ending and self._lock.acquire(blocking=False):
+            try:
+                ending = [self._ending.pop() for _ in range(len(self._ending))]  # (appends may go on meanwhile)
+                proc = self._proc
+                if proc is None or proc.poll() is not None:
+                    continue  # its zygote is gone, and its sessions with it
                 try:
                     assert proc.stdin is not None
-                    proc.stdin.write(line)
+                    proc.stdin.write(json.dumps({"end": ending}).encode() + b"\n")
                     proc.stdin.flush()
-                    raw = self._readline(time.monotonic() + wall + 10)
-                except (WorkerError, OSError) as exc:
-                    try:  # did the zygote die (retry), or is the job just late (never run it twice)?
-                        proc.wait(timeout=2)
-                    except subprocess.TimeoutExpired:
-                        pass
-                    died = proc.poll() is not None
-                    self.close()
-                    if attempt == 2 or not died:
-                        return JobResult(ok=False, kind="worker", error=f"worker failed: {exc}")
-                    continue
-                try:
-                    reply = json.loads(raw)
-                    out = reply["job"]
-                except (ValueError, KeyError, TypeError):  # the job wrote garbage on its result pipe
-                    return JobResult(ok=False, kind="error", error="the job returned an unreadable result")
-                return JobResult(ok=bool(out.get("ok")), value=out.get("value"), error=out.get("error"),
-                                 kind=out.get("kind"), output=reply.get("output", ""),
-                                 duration_s=float(reply.get("duration_s", 0.0)), traceback=out.get("traceback", ""))
+                    self._readline(time.monotonic() + 10)
+                except (WorkerError, OSError):
+                    self.close()  # the sure way: the zygote and every process under it
+            finally:
+                self._lock.release()
+
+    def _run(self, line: bytes, wall: float, session: str | None) -> JobResult:
+        if self.warm:
+            POOL.touch(self)
+        if session is not None:
+            POOL.session_used(self, session)
+        for attempt in (1, 2):
+            proc = self._proc if self._proc is not None and self._proc.poll() is None else self._start()
+            try:
+                assert proc.stdin is not None
+                proc.stdin.write(line)
+                proc.stdin.flush()
+                raw = self._readline(time.monotonic() + wall + 10)
+            except (WorkerError, OSError) as exc:
+                try:  # did the zygote die (retry), or is the job just late (never run it twice)?
+                    proc.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    pass
+                died = proc.poll() is not None
+                self.close()
+                if attempt == 2 or not died:
+                    return JobResult(ok=False, kind="worker", error=f"worker failed: {exc}")
+                continue
+            try:
+                reply = json.loads(raw)
+                out = reply["job"]
+            except (ValueError, KeyError, TypeError):  # the job wrote garbage on its result pipe
+                return JobResult(ok=False, kind="error", error="the job returned an unreadable result")
+            return JobResult(ok=bool(out.get("ok")), value=out.get("value"), error=out.get("error"),
+                             kind=out.get("kind"), output=reply.get("output", ""),
+                             duration_s=float(reply.get("duration_s", 0.0)), traceback=out.get("traceback", ""))
         raise AssertionError("unreachable")
 
     def close(self) -> None:
         if self.warm:
             POOL.forget(self)
+        POOL.forget_sessions(self)
         proc, self._proc = self._proc, None
         contained, self._contained = self._contained, None
         if proc is None:
@@ -290,6 +328,7 @@ class WorkerPool:
     def __init__(self, size: int | None = None):
         self._size = size
         self._live: OrderedDict[int, Worker] = OrderedDict()
+        self._sessions: OrderedDict[tuple[int, str], Worker] = OrderedDict()  # live sessions, least recent first
         self._lock = threading.Lock()
         self.evictions = 0
 
@@ -328,6 +367,29 @@ class WorkerPool:
     def forget(self, worker: Worker) -> None:
         with self._lock:
             self._live.pop(id(worker), None)
+
+    def session_used(self, worker: Worker, session: str) -> None:
+        """A job for `session`: it is the most recent; past the bound the least recent others end."""
+        with self._lock:
+            self._sessions[(id(worker), session)] = worker
+            self._sessions.move_to_end((id(worker), session))
+            over = len(self._sessions) - self.size
+            victims = list(self._sessions.items())[:max(0, over)]
+        for (_, sid), owner in victims:
+            owner.end(sid)
+
+    def session_ended(self, worker: Worker, session: str) -> None:
+        with self._lock:
+            self._sessions.pop((id(worker), session), None)
+
+    def forget_sessions(self, worker: Worker) -> None:
+        with self._lock:
+            for key in [k for k, w in self._sessions.items() if w is worker]:
+                del self._sessions[key]
+
+    def sessions(self) -> int:
+        with self._lock:
+            return len(self._sessions)
 
     def _evict(self, keep: Worker | None) -> None:
         with self._lock:
