@@ -469,6 +469,13 @@ class WorldRuntime:
         talk = [message_user_definition()] if talking else []
         return domain + tool_definitions(self.world) + talk
 
+    @cached_property
+    def offered_user_tools(self) -> list[dict[str, Any]]:
+        """The user's own tools (dual control) as OpenAI function definitions, offered to a user model."""
+        return [{"type": "function", "function": {"name": spec.name, "description": spec.description,
+                                                  "parameters": spec.input_schema}}
+                for spec in self.user_tools.values()]
+
     @property
     def user_model(self) -> UserModel | None:
         """The model that plays conversational tasks' unscripted users (the server's; None: they play `direct`)."""

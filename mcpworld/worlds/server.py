@@ -36,7 +36,7 @@ from mcpworld.core.streamable import WireHooks
 from mcpworld.worlds.episodes import EpisodeError, EpisodeLimits, EpisodeManager, WorldUnavailable
 from mcpworld.worlds.runtime import CallResult, Episode, UnknownTask, WorldRuntime
 from mcpworld.worlds.submissions import task_note
-from mcpworld.worlds.users import MESSAGE_USER, UserModel, user_says
+from mcpworld.worlds.users import MESSAGE_USER, Act, UserModel, user_says
 
 MAX_ARGUMENT_BYTES = 256 * 1024
 
@@ -283,7 +283,7 @@ class WorldServer:
                                     "characters")
         conversation.messages.append({"role": "assistant", "content": message})
         try:
-            reply = await user_says(conversation, self.runtime.user_model)
+            reply = await user_says(conversation, self.runtime.user_model, *self._users_hands(episode))
         except LLMError as exc:
             episode.failed = f"the user simulator failed: {exc}"
             return CallResult(error=f"{episode.failed} (the server's failure, not yours: this episode is not judged)")
@@ -294,6 +294,19 @@ class WorldServer:
             return CallResult(value={"user": reply, "ended": conversation.ended,
                                      "note": "the user ended the conversation: end the episode now"})
         return CallResult(value={"user": reply})
+
+    def _users_hands(self, episode: Episode) -> tuple[Act | None, list[dict[str, Any]] | None]:
+        """What the simulated user can do besides talking: call their own tools on `episode` (dual control), each
+        result as its text; (None, None) in a world whose user has none."""
+        if not self.runtime.user_tools:
+            return None, None
+
+        def act(name: str, arguments: dict[str, Any]) -> str:
+            result = self.runtime.call(episode, name, arguments, "user")
+            if result.error is not None:
+                return result.error
+            return result.value if isinstance(result.value, str) else json.dumps(result.value, ensure_ascii=False)
+        return act, self.runtime.offered_user_tools
 
     async def _interactive(self, ctx: Any, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         """`start_task` / `check_task`: a person's (or a model's) episode, named by the handle start_task returns.
@@ -476,7 +489,7 @@ class WorldServer:
         if conversation is None:
             return self.runtime.instruction(episode.task, episode.seed)
         try:
-            opening = await user_says(conversation, self.runtime.user_model)
+            opening = await user_says(conversation, self.runtime.user_model, *self._users_hands(episode))
         except LLMError as exc:
             self.episodes.close(episode.id)
             raise MCPError(code=types.INTERNAL_ERROR, message=f"the user simulator failed: {exc}") from None

@@ -14,11 +14,18 @@ user and learns what they want by asking. The user's side comes from one of two 
 The user ends the conversation by writing one of `STOP_SIGNALS`; from then on the episode takes no more calls
 and is to be verified (an agent stop or a user stop, both of which τ² scores). The conversation is recorded on
 the episode: τ²'s COMMUNICATE and the project's checks read every message the agent sent.
+
+In a dual-control world (τ² telecom) the user has tools of their own (`World.user_tools`: their phone). A model
+user is offered them and may call them before it answers, as τ²'s user simulator does; each call runs on the
+episode as the user's (`act`), its result goes back to the model only, and the calls and results stay in the
+conversation (role "user" with `tool_calls`, role "user_tool") for the model's later turns.
 """
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -34,6 +41,8 @@ When what you wanted is done, or cannot be done, write ###STOP### as your whole 
 to a human agent, write ###TRANSFER###; if the scenario gives you nothing to say, write ###OUT-OF-SCOPE###."""
 
 Mode = Literal["scripted", "model", "direct"]
+Act = Callable[[str, dict[str, Any]], str]  # runs one of the user's own tools on the episode: its result text
+MAX_USER_CALLS = 16  # tool calls a model user may make before one reply: a loop past it is the simulator's failure
 
 
 @dataclass(frozen=True)
@@ -69,7 +78,10 @@ class Conversation:
     user: User
     mode: Mode
     guidelines: str = GUIDELINES
-    messages: list[dict[str, str]] = field(default_factory=list)  # {"role": "assistant"|"user", "content"}
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    """{"role": "assistant"|"user", "content"}; the user's own tool calls as {"role": "user", "content",
+    "tool_calls": [{"id", "name", "arguments"}]} and their results as {"role": "user_tool", "tool_call_id",
+    "content"}."""
     ended: str | None = None  # the signal the user ended it with
 
     def said_by_agent(self) -> list[str]:
@@ -93,21 +105,65 @@ def ended_by(text: str) -> str | None:
     return next((s for s in STOP_SIGNALS if s in text), None)
 
 
-async def user_says(conversation: Conversation, model: UserModel | None) -> str:
-    """The user's next message (recorded on the conversation); a stop signal in it ends the conversation.
-    LLMError when the model endpoint fails: the server's failure, never the agent's."""
+def flipped(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation as the user model reads it: the agent's messages are its "user" turns, its own are its
+    "assistant" turns (with the tool calls it made), its tools' results are "tool" messages."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m["role"] == "assistant":
+            out.append({"role": "user", "content": m["content"]})
+        elif m["role"] == "user_tool":
+            out.append({"role": "tool", "tool_call_id": m["tool_call_id"], "content": m["content"]})
+        else:
+            mine: dict[str, Any] = {"role": "assistant", "content": m["content"]}
+            if m.get("tool_calls"):
+                mine["tool_calls"] = [{"id": c["id"], "type": "function", "function": {
+                    "name": c["name"], "arguments": json.dumps(c["arguments"])}} for c in m["tool_calls"]]
+            out.append(mine)
+    return out
+
+
+def _arguments(call: dict[str, Any]) -> dict[str, Any] | str:
+    """A model tool call's arguments, or why they cannot be read (told to the model as the call's result)."""
+    raw = (call.get("function") or {}).get("arguments") or "{}"
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError as exc:
+        return f"Error: the arguments are not JSON ({exc})"
+    return value if isinstance(value, dict) else "Error: the arguments must be a JSON object"
+
+
+async def user_says(conversation: Conversation, model: UserModel | None, act: Act | None = None,
+                    tools: list[dict[str, Any]] | None = None) -> str:
+    """The user's next message (recorded on the conversation); a stop signal in it ends the conversation. With
+    `tools` (OpenAI function definitions of the user's own tools) a model user may first call them, each run by
+    `act`. LLMError when the model endpoint fails, or calls tools without end: the server's failure, never the
+    agent's."""
     user = conversation.user
     if conversation.mode == "scripted":
-        spoken = sum(m["role"] == "user" for m in conversation.messages)
+        spoken = sum(m["role"] == "user" and not m.get("tool_calls") for m in conversation.messages)
         text = user.turns[spoken] if spoken < len(user.turns) else STOP_SIGNALS[0]
     else:
         if model is None:
             raise LLMError("this conversation's user is played by a model, and the server has none "
                            "(set MCPWORLD_USER_MODEL and MCPWORLD_USER_BASE_URL)")
-        flipped = [{"role": "user" if m["role"] == "assistant" else "assistant", "content": m["content"]}
-                   for m in conversation.messages]
         system = {"role": "system", "content": system_prompt(user, conversation.guidelines)}
-        reply = await model.client.complete([system, *flipped])
+        offered = tools if act is not None else None
+        for _ in range(MAX_USER_CALLS + 1):
+            reply = await model.client.complete([system, *flipped(conversation.messages)], tools=offered or None)
+            calls = reply.message.get("tool_calls") or [] if offered else []
+            if not calls:
+                break
+            made = [{"id": str(c.get("id") or f"user_call_{i}"), "name": str((c.get("function") or {}).get("name")),
+                     "arguments": _arguments(c)} for i, c in enumerate(calls)]
+            conversation.messages.append({"role": "user", "content": str(reply.message.get("content") or ""),
+                                          "tool_calls": [{**c, "arguments": c["arguments"] if isinstance(
+                                              c["arguments"], dict) else {}} for c in made]})
+            for c in made:
+                result = c["arguments"] if isinstance(c["arguments"], str) else act(c["name"], c["arguments"])
+                conversation.messages.append({"role": "user_tool", "tool_call_id": c["id"], "content": result})
+        else:
+            raise LLMError(f"the user model called its tools {MAX_USER_CALLS} times without saying anything")
         text = str(reply.message.get("content") or "").strip()
         if not text:
             raise LLMError("the user model returned an empty message")

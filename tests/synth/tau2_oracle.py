@@ -3,7 +3,8 @@
 Reads JSON on stdin: {"domain": ..., "cases": [{"task": id, "calls": [[name, args(, requestor)], ...], "answer":
 text}]}; a call's requestor is "assistant" unless it says "user" (telecom: the user's own tools, recorded as a user
 message's tool call); a call named `message_user` is a conversation turn instead: the agent's message
-({"message"}), then the user's reply ({"reply"}), as τ²'s orchestrator records them;
+({"message"}), the user's own tool calls ({"calls": [[name, args], ...]}, telecom), then the user's reply
+({"reply"}), as τ²'s orchestrator records them;
 writes JSON on stdout: per case, every tool result text (and error flag) from τ²'s environment, its DB hash (and,
 for telecom, both databases' dumps), and the reward and breakdown of τ²'s own `evaluate_simulation` over that
 trajectory (the answer as the agent's last message, terminated by an agent stop). Only τ²'s public API is used;
@@ -49,8 +50,13 @@ def play(domain, task, calls, answer):
     messages = [AssistantMessage(role="assistant", content="Hi! How can I help you today?")]
     results = []
     for i, (name, arguments, *side) in enumerate(calls):
-        if name == "message_user":
+        if name == "message_user":  # the agent's message; the user's own calls ("calls"); the user's reply
             messages.append(AssistantMessage(role="assistant", content=arguments["message"]))
+            for j, (user_call, user_arguments) in enumerate(arguments.get("calls") or []):
+                call = ToolCall(id=f"u{i}_{j}", name=user_call, arguments=user_arguments, requestor="user")
+                messages.append(UserMessage(role="user", tool_calls=[call]))
+                messages.append(env.get_response(call))
+                env.sync_tools()
             messages.append(UserMessage(role="user", content=arguments.get("reply") or "ok"))
             results.append([None, False])
             continue

@@ -193,6 +193,78 @@ def test_the_users_calls_travel_over_mcp_with_their_role(runtime: WorldRuntime) 
     anyio.run(main)
 
 
+USER_TURNS = [  # the user model's replies, in order (a replay server plays it): text, or its own tool calls
+    {"content": "My mobile data does not work. I am John Smith, 555-123-2002, and I am in France."},
+    {"content": None, "tool_calls": [{"name": "toggle_airplane_mode", "arguments": {}}]},
+    {"content": "Airplane mode is off now, still no data."},
+    {"content": None, "tool_calls": [{"name": "toggle_roaming", "arguments": {}}]},
+    {"content": None, "tool_calls": [{"name": "run_speed_test", "arguments": {}}]},
+    {"content": "Roaming is on and the speed test says excellent. Thanks! ###STOP###"},
+]
+
+
+@pytest.mark.skipif(not ORACLE.is_file(), reason="τ² oracle environment .venv/tau2-oracle is absent (.ci/run makes "
+                                                  "it: Python >= 3.12, pip install ../shared/thirdparty/tau2-bench)")
+@pytest.mark.parametrize("fixed", [True, False])
+def test_a_user_model_acts_on_its_own_phone_and_scores_as_tau2(runtime: WorldRuntime, fixed: bool) -> None:
+    """Dual control end to end: served with a user model (a replay server), the user calls their own tools when
+    the agent asks (the model is offered them; their results go back to it only), the agent uses its own, and
+    the user's stop ends the conversation. τ²'s reward over the same conversation is the verdict's; a user who
+    never turns roaming on leaves the phone offline in both."""
+    import anyio
+    from mcp import Client
+
+    from mcpworld.core.llm import ChatClient
+    from mcpworld.core.llm_replay import ReplayLLM, serve
+    from mcpworld.core.protocol import EpisodeControl
+    from mcpworld.core.testing import free_port
+    from mcpworld.worlds.server import WorldServer
+    from mcpworld.worlds.users import UserModel
+
+    task = base_tasks()[0]  # airplane mode on, abroad with roaming off: the user must fix both on the phone
+    turns = USER_TURNS if fixed else [*USER_TURNS[:3], {"content": "I would rather not change that. ###STOP###"}]
+    llm = ReplayLLM({"How can I help": turns})
+    asks = ["Please turn airplane mode off.", "Please turn data roaming on and run a speed test."]
+    with serve(llm, free_port()) as base:
+        runtime.user_model = UserModel(ChatClient(base_url=base, model="user"))  # this test's (reset below)
+        server = WorldServer(runtime)
+
+        async def play() -> tuple[Any, list[str]]:
+            async with Client(server.server) as client:
+                ctl = EpisodeControl(client)
+                started = await ctl.start(task["id"])
+                assert started.instruction.startswith(USER_TURNS[0]["content"])
+                await ctl.call(started.episode, "message_user", {"message": asks[0]})
+                found = await ctl.call(started.episode, "get_customer_by_phone", {"phone_number": "555-123-2002"})
+                assert not found.is_error
+                last = await ctl.call(started.episode, "message_user", {"message": asks[1]})
+                replies = [c.text for c in last.content]
+                verdict = (await ctl.verify(started.episode, token=os.environ["MCPWORLD_REGISTRY_TOKEN"])).verdict
+                return verdict, replies
+        try:
+            verdict, replies = anyio.run(play)
+        finally:
+            runtime.user_model = None
+    assert "ended" in replies[0]  # the user's stop ended the conversation
+    offered = llm.requests[0]
+    assert {t["function"]["name"] for t in offered["tools"]} >= {"toggle_airplane_mode", "run_speed_test"}
+    assert not any(t["function"]["name"] == "refuel_data" for t in offered["tools"])
+    seen = [m for m in llm.requests[-1]["messages"] if m["role"] == "tool"]  # the user saw its results
+    assert seen and seen[0]["content"].startswith("Airplane Mode is now OFF.")
+    user_calls = [c for t in turns for c in t.get("tool_calls") or []]
+    case = {"task": task["id"], "calls": [
+        ["message_user", {"message": asks[0], "calls": [[c["name"], c["arguments"]] for c in user_calls[:1]],
+                          "reply": turns[2]["content"]}],
+        ["get_customer_by_phone", {"phone_number": "555-123-2002"}],
+        ["message_user", {"message": asks[1], "calls": [[c["name"], c["arguments"]] for c in user_calls[1:]],
+                          "reply": turns[-1]["content"]}]]}
+    [theirs] = oracle({"domain": "telecom", "cases": [case]})
+    assert (verdict.evidence["tau2"]["reward"], verdict.evidence["tau2"]["breakdown"]) == \
+        (theirs["reward"], theirs["breakdown"])
+    assert theirs["reward"] == (1.0 if fixed else 0.0)
+    assert verdict.passed is fixed  # `strict` agrees: τ²'s assertions hold on the phone only when it works
+
+
 @pytest.mark.timeout(1800)
 @pytest.mark.skipif(not ORACLE.is_file(), reason="τ² oracle environment .venv/tau2-oracle is absent (.ci/run makes "
                                                   "it: Python >= 3.12, pip install ../shared/thirdparty/tau2-bench)")
