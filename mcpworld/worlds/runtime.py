@@ -49,7 +49,17 @@ from mcpworld.worlds.submissions import (
     task_note,
     tool_definitions,
 )
-from mcpworld.worlds.users import GREETING, GUIDELINES, MESSAGE_USER, Conversation, Mode, User, UserModel, mode_for
+from mcpworld.worlds.users import (
+    GREETING,
+    GUIDELINES,
+    MESSAGE_USER,
+    Conversation,
+    Mode,
+    Turn,
+    User,
+    UserModel,
+    mode_for,
+)
 from mcpworld.worlds.users import tool_definition as message_user_definition
 from mcpworld.worlds.variation import IDENTITY, View, draw_view
 from mcpworld.worlds.verify import VERDICT_MODE, Judge
@@ -179,6 +189,7 @@ class WorldRuntime:
         self._view_sources: dict[str | None, tuple[list[str], list[str], str]] = {}  # template key -> ids, names, texts
         self.engine = shared_engine()
         self._user_model: UserModel | None = None
+        self._user_scripts: dict[str, tuple[Turn, ...]] = {}
         self.judge = Judge(self)  # how its episodes are judged (verify.py)
 
     # -- templates -------------------------------------------------------------------------------------
@@ -494,8 +505,12 @@ class WorldRuntime:
         if task is None or task.user is None or mode in (None, "direct"):
             return None
         view, user = episode.view, task.user
+        turns = self._user_scripts.get(task.id, user.turns)
         viewed = User(instructions=view.text(user.instructions), persona=view.text(user.persona),
-                      turns=tuple(view.text(t) for t in user.turns))
+                      turns=tuple(view.text(t) if isinstance(t, str) else {
+                          "content": view.text(str(t.get("content") or "")),
+                          "tool_calls": [{"name": c["name"], "arguments": view.value(c.get("arguments") or {})}
+                                         for c in t.get("tool_calls") or []]} for t in turns))
         guidelines = self.world.user_guidelines or GUIDELINES
         episode.conversation = Conversation(user=viewed, mode=mode, guidelines=guidelines,
                                             messages=[{"role": "assistant", "content": GREETING}])
@@ -504,7 +519,20 @@ class WorldRuntime:
     def conversation_mode(self, task: Task | None) -> Mode | None:
         """How `task`'s user is played here: scripted, by the user model, or `direct` (no conversation: the
         instruction is the user's scenario); None for a task without a user."""
+        if task is not None and task.user is not None and task.id in self._user_scripts:
+            return "scripted"
         return mode_for(task.user if task is not None else None, self.user_model)
+
+    @property
+    def user_scripts(self) -> dict[str, tuple[Turn, ...]]:
+        """Scripted users by task id, from a file the server was given (`MCPWORLD_USER_SCRIPT`): they play those
+        tasks' users instead of the model (users.load_scripts)."""
+        return self._user_scripts
+
+    @user_scripts.setter
+    def user_scripts(self, scripts: dict[str, tuple[Turn, ...]]) -> None:
+        self._user_scripts = dict(scripts)
+        self.__dict__.pop("listed_tools", None)  # a scripted task is a conversation: message_user is listed
 
     def column_values(self, template: Template, ref: str) -> list[str]:
         """Every distinct value of "table.column" in a starting state, as strings (an answer's wrong candidates)."""

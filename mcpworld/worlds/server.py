@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 from typing import Any
 
 import anyio
@@ -36,7 +37,7 @@ from mcpworld.core.streamable import WireHooks
 from mcpworld.worlds.episodes import EpisodeError, EpisodeLimits, EpisodeManager, WorldUnavailable
 from mcpworld.worlds.runtime import CallResult, Episode, UnknownTask, WorldRuntime
 from mcpworld.worlds.submissions import task_note
-from mcpworld.worlds.users import MESSAGE_USER, Act, UserModel, user_says
+from mcpworld.worlds.users import MESSAGE_USER, Act, UserModel, load_scripts, user_says
 
 MAX_ARGUMENT_BYTES = 256 * 1024
 
@@ -97,6 +98,9 @@ class WorldServer:
         self.runtime = runtime
         if runtime.user_model is None:  # who plays conversational tasks' users: given, else MCPWORLD_USER_MODEL
             runtime.user_model = user_model or UserModel.from_env()
+        script = os.environ.get("MCPWORLD_USER_SCRIPT")
+        if script and not runtime.user_scripts:  # scripted users (a file, or a τ² results file) for their tasks
+            runtime.user_scripts = load_scripts(script)
         self.reveal = p.Reveal(token)
         self.episodes = EpisodeManager(runtime, limits)
         self.interactive = interactive

@@ -3,8 +3,10 @@
 A task with a `User` is a conversation, as τ²-bench's are: the agent is not handed the user's goal, it greets the
 user and learns what they want by asking. The user's side comes from one of two places:
 
-- a **scripted** user (`User.turns`): its messages in order, the first opening the conversation; after the last
-  it ends the conversation. Deterministic, for tests and for a world's own conversational tasks;
+- a **scripted** user (`User.turns`, or a script file given to the server: `load_scripts`): its messages in
+  order, the first opening the conversation; after the last it ends the conversation. A turn may first call the
+  user's own tools (`{"tool_calls": [{"name", "arguments"}], "content": text}`). Deterministic, for tests, for a
+  world's own conversational tasks, and for replaying the user's side of recorded τ² runs;
 - a **model** user: an OpenAI-compatible endpoint (`UserModel`, from `MCPWORLD_USER_MODEL` and
   `MCPWORLD_USER_BASE_URL` on the server), prompted with the world's user guidelines (τ² worlds: τ²'s own
   simulation guidelines, read at import), the user's persona and instructions. Roles are flipped for it: the
@@ -27,6 +29,7 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from mcpworld.core.llm import ChatClient, LLMError
@@ -45,14 +48,17 @@ Act = Callable[[str, dict[str, Any]], str]  # runs one of the user's own tools o
 MAX_USER_CALLS = 16  # tool calls a model user may make before one reply: a loop past it is the simulator's failure
 
 
+Turn = str | dict[str, Any]  # a message, or {"content": message, "tool_calls": [{"name", "arguments"}]} first
+
+
 @dataclass(frozen=True)
 class User:
     """Who the agent talks to in a conversational task. `instructions` (and `persona`) are for the simulator
-    only, never shown to the agent; `turns`, when given, script the user's messages in order."""
+    only, never shown to the agent; `turns`, when given, script the user's messages (and own calls) in order."""
 
     instructions: str = ""
     persona: str = ""
-    turns: tuple[str, ...] = ()
+    turns: tuple[Turn, ...] = ()
 
 
 @dataclass
@@ -142,7 +148,20 @@ async def user_says(conversation: Conversation, model: UserModel | None, act: Ac
     user = conversation.user
     if conversation.mode == "scripted":
         spoken = sum(m["role"] == "user" and not m.get("tool_calls") for m in conversation.messages)
-        text = user.turns[spoken] if spoken < len(user.turns) else STOP_SIGNALS[0]
+        turn = user.turns[spoken] if spoken < len(user.turns) else STOP_SIGNALS[0]
+        if isinstance(turn, dict):
+            calls = [{"id": f"user_call_{spoken}_{i}", "name": str(c["name"]), "arguments": dict(c.get("arguments")
+                                                                                             or {})}
+                     for i, c in enumerate(turn.get("tool_calls") or [])]
+            if calls and act is None:
+                raise LLMError("this user's script calls the user's own tools, and this world gives the user none")
+            if calls:
+                conversation.messages.append({"role": "user", "content": "", "tool_calls": calls})
+            for c in calls:
+                conversation.messages.append({"role": "user_tool", "tool_call_id": c["id"],
+                                              "content": act(c["name"], c["arguments"])})  # type: ignore[misc]
+            turn = str(turn.get("content") or "")
+        text = turn
     else:
         if model is None:
             raise LLMError("this conversation's user is played by a model, and the server has none "
@@ -170,6 +189,40 @@ async def user_says(conversation: Conversation, model: UserModel | None, act: Ac
     conversation.messages.append({"role": "user", "content": text})
     conversation.ended = ended_by(text)
     return text
+
+
+def load_scripts(path: str | os.PathLike[str]) -> dict[str, tuple[Turn, ...]]:
+    """Scripted users from a file: `{task id: [turn, ...]}`, or a τ² results file (`{"simulations": [...]}`), whose
+    recorded user messages become each task's turns (its first simulation of a task), the user's own tool calls
+    joined to the message that follows them. ValueError says what is wrong with the file."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not a readable JSON file of user scripts ({exc})") from None
+    if isinstance(data, dict) and isinstance(data.get("simulations"), list):
+        out: dict[str, tuple[Turn, ...]] = {}
+        for sim in data["simulations"]:
+            task = str(sim.get("task_id"))
+            if task not in out:
+                out[task] = tuple(recorded_turns(sim.get("messages") or []))
+        return out
+    if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+        raise ValueError(f"{path}: expected {{task id: [turn, ...]}} or a τ² results file with \"simulations\"")
+    return {str(k): tuple(v) for k, v in data.items()}
+
+
+def recorded_turns(messages: list[dict[str, Any]]) -> list[Turn]:
+    """The user's side of one recorded τ² conversation as script turns."""
+    turns: list[Turn] = []
+    calls: list[dict[str, Any]] = []
+    for m in messages:
+        if m.get("role") != "user":
+            continue
+        calls += [{"name": c["name"], "arguments": c.get("arguments") or {}} for c in m.get("tool_calls") or []]
+        if m.get("content"):
+            turns.append({"content": m["content"], "tool_calls": calls} if calls else m["content"])
+            calls = []
+    return turns
 
 
 def tool_definition() -> dict[str, Any]:

@@ -1,14 +1,14 @@
 """Driver for τ²-bench as an oracle (tests/synth/test_tau2.py): runs inside τ²'s own Python >= 3.12 environment.
 
 Reads JSON on stdin: {"domain": ..., "cases": [{"task": id, "calls": [[name, args(, requestor)], ...], "answer":
-text}]}; a call's requestor is "assistant" unless it says "user" (telecom: the user's own tools, recorded as a user
-message's tool call); a call named `message_user` is a conversation turn instead: the agent's message
-({"message"}), the user's own tool calls ({"calls": [[name, args], ...]}, telecom), then the user's reply
-({"reply"}), as τ²'s orchestrator records them;
-writes JSON on stdout: per case, every tool result text (and error flag) from τ²'s environment, its DB hash (and,
-for telecom, both databases' dumps), and the reward and breakdown of τ²'s own `evaluate_simulation` over that
-trajectory (the answer as the agent's last message, terminated by an agent stop). Only τ²'s public API is used;
-nothing of τ² is copied.
+text, "opening": the user's answer to the greeting (optional), "simulation": bool}]}. A call's requestor is
+"assistant" unless it says "user" (telecom: the user's own tools, recorded as a user message's tool call); a call
+named `message_user` is a conversation turn instead: the agent's message ({"message"}), the user's own tool calls
+({"calls": [[name, args], ...]}, telecom), then the user's reply ({"reply"}), as τ²'s orchestrator records them.
+Writes JSON on stdout: per case, every tool result text (and error flag) from τ²'s environment, its DB hash (and,
+for telecom, both databases' dumps; with "simulation", the run as τ² writes it in a results file), and the reward
+and breakdown of τ²'s own `evaluate_simulation` over that trajectory (the answer as the agent's last message,
+terminated by an agent stop). Only τ²'s public API is used; nothing of τ² is copied.
 
 Telecom's `break_vpn` degrades τ²'s class-wide default VPN details, which would leak into every later case of
 the process: each case starts from a fresh default, as a fresh process would.
@@ -42,12 +42,14 @@ def dumps(db):
     return json.loads(json.dumps(db.model_dump(), default=str))
 
 
-def play(domain, task, calls, answer):
+def play(domain, task, calls, answer, simulation=False, opening=None):
     fresh_process_defaults(domain)
     env = registry.get_env_constructor(domain)()
     state = task.initial_state
     env.set_state(state.initialization_data if state else None, state.initialization_actions if state else None, [])
     messages = [AssistantMessage(role="assistant", content="Hi! How can I help you today?")]
+    if opening:  # the user's answer to the greeting
+        messages.append(UserMessage(role="user", content=opening))
     results = []
     for i, (name, arguments, *side) in enumerate(calls):
         if name == "message_user":  # the agent's message; the user's own calls ("calls"); the user's reply
@@ -76,8 +78,11 @@ def play(domain, task, calls, answer):
     fresh_process_defaults(domain)
     info = evaluate_simulation(sim, task, EvaluationType.ALL, solo_mode=False, domain=domain)
     breakdown = {str(getattr(k, "value", k)): v for k, v in (info.reward_breakdown or {}).items()}
-    return {"results": results, "db_hash": env.get_db_hash(), "reward": info.reward, "breakdown": breakdown,
-            "dump": dump}
+    out = {"results": results, "db_hash": env.get_db_hash(), "reward": info.reward, "breakdown": breakdown,
+           "dump": dump}
+    if simulation:  # the run as τ² writes it into a results file (`Results.simulations`)
+        out["simulation"] = json.loads(sim.model_dump_json())
+    return out
 
 
 def cache_databases(domain):
@@ -110,7 +115,8 @@ def main():
     domain = request["domain"]
     cache_databases(domain)
     tasks = {t.id: t for t in registry.get_tasks_loader(domain)("base")}
-    out = [play(domain, tasks[c["task"]], c["calls"], c.get("answer")) for c in request["cases"]]
+    out = [play(domain, tasks[c["task"]], c["calls"], c.get("answer"), c.get("simulation", False), c.get("opening"))
+           for c in request["cases"]]
     json.dump(out, sys.stdout)
 
 

@@ -265,6 +265,51 @@ def test_a_user_model_acts_on_its_own_phone_and_scores_as_tau2(runtime: WorldRun
     assert verdict.passed is fixed  # `strict` agrees: τ²'s assertions hold on the phone only when it works
 
 
+@pytest.mark.skipif(not ORACLE.is_file(), reason="τ² oracle environment .venv/tau2-oracle is absent (.ci/run makes "
+                                                  "it: Python >= 3.12, pip install ../shared/thirdparty/tau2-bench)")
+def test_a_recorded_tau2_run_scripts_the_user(runtime: WorldRuntime, tmp_path: Any,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The user's side of a run recorded by τ² (a results file, written by τ²'s own models) scripts the user
+    (`MCPWORLD_USER_SCRIPT`): their messages in order, their own tool calls before the message that follows
+    them. An agent that says and does what the recorded agent did scores τ²'s reward for that run."""
+    import anyio
+    from mcp import Client
+
+    from mcpworld.core.protocol import EpisodeControl
+    from mcpworld.worlds.server import WorldServer
+
+    task = base_tasks()[0]
+    asks = ["Please turn airplane mode off.", "Please turn data roaming on and run a speed test."]
+    case = {"task": task["id"], "simulation": True, "opening": USER_TURNS[0]["content"], "calls": [
+        ["message_user", {"message": asks[0], "calls": [["toggle_airplane_mode", {}]], "reply": "It is off."}],
+        ["get_customer_by_phone", {"phone_number": "555-123-2002"}],
+        ["message_user", {"message": asks[1], "calls": [["toggle_roaming", {}], ["run_speed_test", {}]],
+                          "reply": "Excellent now. ###STOP###"}]]}
+    [theirs] = oracle({"domain": "telecom", "cases": [case]})
+    recorded = tmp_path / "results.json"
+    recorded.write_text(json.dumps({"simulations": [theirs["simulation"]]}), encoding="utf-8")
+    monkeypatch.setenv("MCPWORLD_USER_SCRIPT", str(recorded))
+    server = WorldServer(runtime)
+
+    async def play() -> Any:
+        async with Client(server.server) as client:
+            ctl = EpisodeControl(client)
+            started = await ctl.start(task["id"])
+            assert started.user == "scripted" and started.instruction.startswith(USER_TURNS[0]["content"])
+            first = await ctl.call(started.episode, "message_user", {"message": asks[0]})
+            assert "It is off." in first.content[0].text
+            await ctl.call(started.episode, "get_customer_by_phone", {"phone_number": "555-123-2002"})
+            last = await ctl.call(started.episode, "message_user", {"message": asks[1]})
+            assert "ended" in last.content[0].text
+            return (await ctl.verify(started.episode, token=os.environ["MCPWORLD_REGISTRY_TOKEN"])).verdict
+    try:
+        verdict = anyio.run(play)
+    finally:
+        runtime.user_scripts = {}
+    assert theirs["reward"] == 1.0
+    assert verdict.evidence["tau2"] == {"reward": theirs["reward"], "breakdown": theirs["breakdown"]}
+
+
 @pytest.mark.timeout(1800)
 @pytest.mark.skipif(not ORACLE.is_file(), reason="τ² oracle environment .venv/tau2-oracle is absent (.ci/run makes "
                                                   "it: Python >= 3.12, pip install ../shared/thirdparty/tau2-bench)")
