@@ -3,10 +3,11 @@
 An `EnvSpec` has the shape of the SWE-bench harness's per-repo/version specs (`python`, `packages`,
 `pip_packages`, `pre_install`, `install`, `test_cmd`, `eval_commands`) and of SWE-rebench's `install_config`.
 `EnvManager.ensure(spec)` builds `python -m venv` with the requested interpreter and installs the requirements
-with `pip --no-index --find-links <wheelhouse>`: nothing is downloaded. A failure names what could not be had
-(the interpreter, or the distribution pip could not find). Environments live under `$MCPWORLD_SWE_ENVS`
-(default `/var/tmp/mcpworld-swe-envs-<uid>`), outside the data directory, because contained commands see the host
-read-only except homes and the data directory.
+with `pip --no-index --find-links <wheelhouse>`: nothing is downloaded (`index=True` lets a manager without a
+wheelhouse install from the index pip is configured with instead: AWM's runtime, `awm_runtime`). A failure names
+what could not be had (the interpreter, or the distribution pip could not find). Environments live under
+`$MCPWORLD_SWE_ENVS` (default `/var/tmp/mcpworld-swe-envs-<uid>`), outside the data directory, because contained
+commands see the host read-only except homes and the data directory.
 
 The repository under test is never installed into the shared environment (one environment serves many checkouts
 at once): grading puts the checkout on PYTHONPATH (`.` and `src`), which is what an editable install does.
@@ -22,6 +23,8 @@ import re
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,11 +127,15 @@ def find_python(version: str) -> Path:
 
 
 class EnvManager:
-    """Builds and caches environments under `root`, installing only from the `wheelhouse` folders."""
+    """Builds and caches environments under `root`, installing only from the `wheelhouse` folders (or, with `index`
+    and no wheelhouse, from pip's configured index, its cache used); `say` hears what a build is doing."""
 
-    def __init__(self, wheelhouse: list[Path] | None = None, root: Path | None = None):
+    def __init__(self, wheelhouse: list[Path] | None = None, root: Path | None = None, *, index: bool = False,
+                 say: Callable[[str], None] | None = None):
         self.wheelhouse = [Path(w) for w in (wheelhouse or [])]
         self.root = root or default_root()
+        self.index = index
+        self.say = say or (lambda _: None)
 
     def key(self, spec: EnvSpec) -> str:
         """Same spec and same wheelhouse files: the same environment."""
@@ -149,12 +156,16 @@ class EnvManager:
             if (path / ".ready").is_file():
                 return env
             shutil.rmtree(path, ignore_errors=True)  # a build that died half-way
+            started = time.monotonic()
+            wanted = " ".join(spec.requirements) or "no packages"
+            self.say(f"building the environment {path} (Python {python}; {wanted}), once: later uses reuse it")
             try:
                 self._build(python, path, spec)
             except BaseException:
                 shutil.rmtree(path, ignore_errors=True)
                 raise
             (path / ".ready").write_text(json.dumps(asdict(spec)))
+            self.say(f"built {path} in {time.monotonic() - started:.0f}s")
         return env
 
     def _build(self, python: Path, path: Path, spec: EnvSpec) -> None:
@@ -164,6 +175,14 @@ class EnvManager:
         if made.returncode != 0:
             raise EnvironmentUnavailable(f"could not create a virtualenv with {python}: {made.stderr.strip()[-800:]}")
         if not spec.requirements:
+            return
+        if not self.wheelhouse and self.index:  # pip as the user configured it (index, proxy, cache)
+            pip = subprocess.run([sys.executable, "-m", "pip", "--python", str(path / "bin" / "python"), "install",
+                                  "--disable-pip-version-check", "--quiet", *spec.requirements],
+                                 capture_output=True, text=True, timeout=1800)
+            if pip.returncode != 0:
+                raise EnvironmentUnavailable(f"pip could not install {' '.join(spec.requirements)} from its index: "
+                                             f"{pip.stderr.strip()[-1500:]}")
             return
         if not self.wheelhouse:
             raise EnvironmentUnavailable(f"the environment needs {', '.join(spec.requirements)} but no wheelhouse "

@@ -384,6 +384,7 @@ def synth_import_awm(path: Path, install: bool, out: Path, only: tuple[str, ...]
     from mcpworld.core.paths import home, user_worlds_dir
     from mcpworld.synth.importers.awm import ScenarioReport, import_scenario, read_references, summarize
     from mcpworld.synth.importers.awm_format import AwmFormatError, normalize_scenario_name, read_dataset
+    from mcpworld.synth.importers.awm_runtime import AwmRuntimeUnavailable
     from mcpworld.synth.importers.install import move_into_place, register, staging
     from mcpworld.worlds.loader import load_world
 
@@ -456,7 +457,7 @@ def synth_import_awm(path: Path, install: bool, out: Path, only: tuple[str, ...]
         with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
             try:
                 list(pool.map(run_one, scenarios))
-            except ContainmentUnavailable as exc:
+            except (ContainmentUnavailable, AwmRuntimeUnavailable) as exc:
                 raise click.ClickException(str(exc)) from None
     reports = [done[s.key] for s in scenarios]
     summary = summarize(reports)

@@ -1,5 +1,6 @@
 """AWM's own MCP server for one scenario, the oracle of tests/synth/test_awm_oracle.py. It runs inside
-.venv/awm-oracle (AWM's lock: FastAPI 0.115.12, SQLAlchemy 2.0.41, pydantic 2.12.5, fastapi-mcp 0.4.0, mcp 1.26.0).
+.venv/awm-oracle (AWM's lock, mcpworld/synth/importers/awm-lock.txt: FastAPI 0.115.12, SQLAlchemy 2.0.41,
+pydantic 2.12.5; and fastapi-mcp 0.4.0, mcp 1.26.0).
 
 Usage: python awm_oracle.py SERVER_PY DB_FILE. It does to the generated code what AWM's server launcher does: each
 line that calls `create_engine(` opens DB_FILE instead, and where the code would run uvicorn the app gets

@@ -1,4 +1,4 @@
-"""Fixtures shared by tests/synth/test_awm.py and tests/synth/test_awm_oracle.py."""
+"""Fixtures shared by the AWM tests (test_awm*.py) and the worker's (test_worker.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from mcpworld.synth.cli import synth_group
+from mcpworld.synth.sandbox.worker import Interpreter
 
 AWM_DATA = Path(__file__).parents[1] / "data" / "awm"
 
@@ -45,7 +46,20 @@ if __name__ == "__main__":'''
 
 
 @pytest.fixture(scope="session")
-def awm_faithful(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def awm_runtime() -> Interpreter:
+    """AWM's runtime (its lock's libraries, in their own virtualenv: `awm_runtime`), built here on first need from
+    pip's index or $MCPWORLD_AWM_WHEELHOUSE and cached outside the test run; the tests that import AWM scenarios skip,
+    saying why, where it cannot be built."""
+    from mcpworld.synth.importers.awm_runtime import AwmRuntimeUnavailable, interpreter
+
+    try:
+        return interpreter()
+    except AwmRuntimeUnavailable as exc:
+        pytest.skip(f"AWM's runtime cannot be built here: {exc}")
+
+
+@pytest.fixture(scope="session")
+def awm_faithful(awm_runtime: Interpreter, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """tests/data/awm's Pet Clinic 1 with two more endpoints (one whose body has only optional fields, one that
     breaks a CHECK), imported once (served as AWM's server); the package's path."""
     root = tmp_path_factory.mktemp("awm-faithful")

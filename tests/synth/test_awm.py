@@ -31,6 +31,7 @@ from mcpworld.worlds.runtime import WorldRuntime
 from mcpworld.worlds.server import WorldServer
 
 DATA = Path(__file__).parents[1] / "data" / "awm"
+pytestmark = pytest.mark.usefixtures("awm_runtime")  # AWM's scenarios run under AWM's lock (skips saying why without)
 
 
 def run_cli(*args: str) -> tuple[int, str]:

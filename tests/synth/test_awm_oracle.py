@@ -29,8 +29,8 @@ from mcpworld.worlds.server import WorldServer
 ROOT = Path(__file__).parents[2]
 ORACLE = ROOT / ".venv" / "awm-oracle" / "bin" / "python"
 pytestmark = pytest.mark.skipif(not ORACLE.is_file(), reason=(
-    "AWM oracle environment .venv/awm-oracle is absent (.ci/run makes it: Python 3.12, pip install fastapi==0.115.12 "
-    "SQLAlchemy==2.0.41 pydantic==2.12.5 fastapi-mcp==0.4.0 mcp==1.26.0 httpx==0.28.1 uvicorn==0.40.0)"))
+    "AWM oracle environment .venv/awm-oracle is absent (.ci/run makes it: Python 3.12, pip install -r "
+    "mcpworld/synth/importers/awm-lock.txt fastapi-mcp==0.4.0 mcp==1.26.0)"))
 
 # Played in this order on both servers (each sees the writes before it): what the agent may send.
 CALLS: list[tuple[str, str, dict[str, Any]]] = [

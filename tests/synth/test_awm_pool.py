@@ -15,7 +15,7 @@ import pytest
 
 from mcpworld.synth.importers.awm import import_scenario, load_package, package_worker, read_references
 from mcpworld.synth.importers.awm_format import read_dataset
-from mcpworld.synth.sandbox.worker import POOL, Limits, Worker
+from mcpworld.synth.sandbox.worker import POOL, Interpreter, Limits, Worker
 from mcpworld.worlds.runtime import WorldRuntime
 
 DATA = Path(__file__).parents[1] / "data" / "awm"
@@ -54,7 +54,7 @@ def test_past_the_bound_the_least_recently_used_idle_zygote_closes(pool_of_two: 
 
 
 @pytest.fixture(scope="module")
-def three_worlds(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+def three_worlds(awm_runtime: Interpreter, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     out = tmp_path_factory.mktemp("awm-pool")
     scenario = next(s for s in read_dataset(DATA) if s.key == "pet_clinic_1")
     refs = read_references(DATA / "references.jsonl")

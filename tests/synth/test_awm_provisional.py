@@ -34,7 +34,7 @@ def run_cli(*args: str) -> tuple[int, str]:
 
 
 @pytest.fixture(scope="module")
-def imported(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def imported(awm_runtime: object, tmp_path_factory: pytest.TempPathFactory) -> dict:
     out = tmp_path_factory.mktemp("awm-noref")
     code, output = run_cli("import-awm", str(DATA), "-o", str(out), "--parallel", "2", "--json")
     assert code == 0, output

@@ -1,19 +1,24 @@
-"""The sandboxed worker: results, limits that kill runaways, a zygote that survives them, no network."""
+"""The sandboxed worker: results, limits that kill runaways, a zygote that survives them, no network; the same
+under another interpreter (AWM's runtime), which sees the `mcpworld` package but none of this Python's libraries."""
 
 from __future__ import annotations
 
+import sys
 import time
 
 import pytest
 
-from mcpworld.synth.sandbox.worker import Limits, Worker, sandbox_kind
+from mcpworld.synth.sandbox.worker import SOURCE_ROOT, Limits, Worker, sandbox_kind
 
 CALL = "mcpworld.synth.sandbox.jobs:call_function"
 
 
-@pytest.fixture(scope="module")
-def worker():
-    w = Worker(Limits(cpu_s=1, wall_s=2.5, memory_mb=512), preload=("json", "mcpworld.synth.sandbox.jobs"))
+@pytest.fixture(scope="module", params=["this-python", "awm-runtime"])
+def worker(request: pytest.FixtureRequest):
+    """Every guarantee holds for this Python and for another one (AWM's runtime: `awm_runtime`)."""
+    own = request.getfixturevalue("awm_runtime") if request.param == "awm-runtime" else None
+    w = Worker(Limits(cpu_s=1, wall_s=2.5, memory_mb=512), preload=("json", "mcpworld.synth.sandbox.jobs"),
+               interpreter=own)
     yield w
     w.close()
 
@@ -83,6 +88,17 @@ def test_host_files_are_invisible_and_read_only(worker: Worker, tmp_path) -> Non
     assert result.ok and result.value is False
     write = snippet(worker, "def f():\n    open('/usr/evil', 'w').write('x')")
     assert not write.ok and ("Read-only" in write.error or "Permission" in write.error)
+
+
+def test_another_interpreter_runs_isolated_with_only_the_mcpworld_package(worker: Worker) -> None:
+    """`python -I`, and on its path mcpworld's package alone: never a folder of this Python's libraries."""
+    result = snippet(worker, "import sys, importlib.util\ndef f():\n    return sys.flags.isolated, sys.executable, "
+                             "sys.path, importlib.util.find_spec('mcpworld') is not None")
+    isolated, executable, path, has_mcpworld = result.value
+    assert isolated == 1 and has_mcpworld
+    if worker.interpreter is not None:
+        assert executable == worker.interpreter.python
+        assert not [p for p in path if p.startswith(sys.prefix) or p == str(SOURCE_ROOT)]
 
 
 def test_the_zygote_is_a_module_the_worker_runs_as_a_file() -> None:

@@ -17,6 +17,7 @@ import base64
 import dataclasses
 import hashlib
 import json
+import os
 import re
 import secrets
 import shutil
@@ -24,6 +25,7 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,7 @@ from mcpworld.synth.importers.awm_format import (
     jsonl_records,
     scenario_key,
 )
+from mcpworld.synth.importers.awm_runtime import AwmRuntimeUnavailable, interpreter
 from mcpworld.synth.sandbox.signatures import proxy_tool
 from mcpworld.synth.sandbox.worker import Limits, Worker, WorkerError, shared_worker
 from mcpworld.synth.tasks.taskspec import SynthTask, load_tasks, save_tasks
@@ -80,8 +83,9 @@ def world_name(key: str) -> str:
 
 # -- the package ---------------------------------------------------------------------------------------
 
-def write_package(scenario: AwmScenario, built: Built, dest: Path, name: str) -> Path:
-    """__init__.py (ours, constant), scenario.json (schema, rows, tools later), server.py, verifiers.json."""
+def write_package(scenario: AwmScenario, built: Built, dest: Path, name: str, served_as: str = "awm") -> Path:
+    """__init__.py (ours, constant), scenario.json (schema, rows, how it is served, tools later), server.py,
+    verifiers.json. `served_as` is there from the start: it picks the Python the import's first call runs under."""
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
@@ -90,7 +94,7 @@ def write_package(scenario: AwmScenario, built: Built, dest: Path, name: str) ->
         "description": _one_line(scenario.description or scenario.name),
         "scenario": scenario.description.strip() or scenario.name, "clock": CLOCK.isoformat(),
         "ddl": built.ddl, "indexes": built.indexes, "inserts": built.inserts, "tools": [],
-        "input_hash": scenario.input_hash(),
+        "input_hash": scenario.input_hash(), "served_as": served_as,
     }
     (dest / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
     (dest / SERVER_FILE).write_text(scenario.full_code or "", encoding="utf-8")
@@ -107,14 +111,36 @@ def _one_line(text: str) -> str:
     return line if len(line) <= 100 else line[:97].rsplit(" ", 1)[0] + "..."
 
 
+@lru_cache(maxsize=4096)
+def _served_as(manifest: Path, mtime_ns: int) -> str:
+    return str(json.loads(manifest.read_text(encoding="utf-8")).get("served_as") or "mcpworld")
+
+
+def served_as(path: Path) -> str:
+    """How the package is served (its manifest's `served_as`, read again only when the file changes): "awm" (AWM's
+    data) or "mcpworld" (a twin of a real MCP server, or a package from before the key)."""
+    manifest = path / MANIFEST
+    try:
+        return _served_as(manifest, os.stat(manifest).st_mtime_ns)
+    except (OSError, ValueError, AttributeError):
+        return "mcpworld"
+
+
 def package_worker(path: Path) -> Worker:
-    """The scenario's warm worker: its server module imported once; started on the first call, not at load."""
+    """The scenario's warm worker: its server module imported once; started on the first call, not at load. A
+    package served as AWM's runs under AWM's own library versions (`awm_runtime`), a twin under this Python's."""
     path = path.resolve()
-    return shared_worker(LIMITS, PRELOAD, binds=(str(path),), warm=((f"{WORKER}:warm", (("path", str(path)),)),))
+    own = interpreter() if served_as(path) == "awm" else None
+    return shared_worker(LIMITS, PRELOAD, binds=(str(path),), warm=((f"{WORKER}:warm", (("path", str(path)),)),),
+                         interpreter=own)
 
 
 def run_job(path: Path, entry: str, args: dict[str, Any], session: str | None = None) -> Any:
-    result = package_worker(path).run(f"{WORKER}:{entry}", args, session=session)
+    try:
+        worker = package_worker(path)
+    except AwmRuntimeUnavailable as exc:
+        raise ToolError(str(exc)) from None
+    result = worker.run(f"{WORKER}:{entry}", args, session=session)
     if not result.ok:
         raise ToolError(f"the scenario's worker failed: {result.error}")
     return result.value
@@ -470,6 +496,7 @@ class ScenarioReport:
     problems: list[str] = field(default_factory=list)
     input_hash: str = ""
     resumed: bool = False
+    runtime: dict[str, str] = field(default_factory=dict)  # the Python and libraries its generated code ran under
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -500,11 +527,15 @@ async def import_scenario(scenario: AwmScenario, out_dir: Path, *, references: d
 
     `keep_tools` ({name, description, input_schema}, e.g. a real MCP server's) replaces what the generated
     server's routes say about the tools of those names: their arguments all travel as the JSON body.
-    `served_as`: "awm" (AWM's data) shows and answers as AWM's FastApiMCP server does (`awm_tool`); "mcpworld"
-    (a twin of a real MCP server, whose tools are not FastApiMCP's) keeps mcpworld's own argument handling.
+    `served_as`: "awm" (AWM's data) shows and answers as AWM's FastApiMCP server does (`awm_tool`), its generated
+    code run under AWM's library versions (`awm_runtime`; `AwmRuntimeUnavailable` when they cannot be had here);
+    "mcpworld" (a twin of a real MCP server, whose tools are not FastApiMCP's) keeps mcpworld's own argument
+    handling and this Python's libraries.
     """
     from mcpworld.worlds.validate import validate
 
+    if served_as == "awm":
+        interpreter()  # AWM's runtime first (built on first need): without it nothing of AWM's may run
     name = name or world_name(scenario.key)
     report = ScenarioReport(scenario=scenario.key, name=name, tasks_total=len(scenario.tasks),
                             input_hash=scenario.input_hash())
@@ -518,7 +549,7 @@ async def import_scenario(scenario: AwmScenario, out_dir: Path, *, references: d
             raise ValueError("no tasks in gen_tasks.jsonl")
         built = build_template_sql(scenario.db_schema, scenario.sample_data)
         report.skipped_inserts = built.skipped
-        write_package(scenario, built, dest, name)
+        write_package(scenario, built, dest, name, served_as)
         try:
             described = package_worker(dest).run(f"{WORKER}:describe", {"path": str(dest.resolve())})
         except WorkerError as exc:  # the zygote imports the server first: a broken one stops it there
@@ -528,7 +559,7 @@ async def import_scenario(scenario: AwmScenario, out_dir: Path, *, references: d
             raise ValueError(f"the generated server does not start: {described.error}")
         manifest = json.loads((dest / MANIFEST).read_text(encoding="utf-8"))
         manifest["tools"] = _kept(described.value["tools"], keep_tools) if keep_tools else described.value["tools"]
-        manifest["served_as"] = served_as
+        manifest["runtime"] = report.runtime = described.value.get("runtime", {})
         (dest / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
         report.tools = len(manifest["tools"])
         candidates = await _candidates(scenario, dest, manifest, report, references or {}, client)
@@ -574,7 +605,8 @@ async def import_scenario(scenario: AwmScenario, out_dir: Path, *, references: d
     except (ValueError, ToolError, OSError, sqlite3.Error) as exc:
         report.problems.append(str(exc))
     finally:
-        package_worker(dest).close()  # a batch of a thousand scenarios must not leave a thousand zygotes
+        if dest.is_dir():  # a batch of a thousand scenarios must not leave a thousand zygotes
+            package_worker(dest).close()
     if report.ok:
         (dest / REPORT_FILE).write_text(json.dumps(report.to_json(), indent=1, default=str), encoding="utf-8")
     elif dest.is_dir():  # nothing half-imported is left behind: the report says why

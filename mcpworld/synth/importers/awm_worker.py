@@ -16,7 +16,11 @@ current job points at. Each job then runs in a forked child:
 - `verify`: AWM's verification function receives the initial and final database paths (read-only copies,
   without mcpworld's change log) and, in code mode, the final answer;
 - `describe`: the tools FastApiMCP would expose (one per operation id, path + query + body fields merged
-  into one input schema), with the operation's summary, description and responses its descriptions are built from.
+  into one input schema), with the operation's summary, description and responses its descriptions are built from,
+  and (`versions`) the Python and library versions the worker runs under.
+
+The worker's Python is AWM's runtime for a package served as AWM's (`awm_runtime`: AWM's lock, in its own
+virtualenv), so this module and what it imports of mcpworld use the standard library only.
 """
 
 from __future__ import annotations
@@ -235,9 +239,24 @@ def _tool_specs(app: Any) -> list[dict[str, Any]]:
 
 
 def describe(path: str) -> dict[str, Any]:
-    """The tools of the scenario's server, for the package manifest."""
+    """The tools of the scenario's server, for the package manifest, and the versions it runs under."""
     _app(path)
-    return {"tools": [{k: v for k, v in t.items()} for t in _state["routes"].values()]}
+    return {"tools": [{k: v for k, v in t.items()} for t in _state["routes"].values()], "runtime": versions()}
+
+
+def versions() -> dict[str, str]:
+    """The Python and libraries this worker runs generated code under, as the loaded modules say (an import
+    records them: AWM's scenarios run under AWM's lock, `awm_runtime`)."""
+    import platform
+
+    import fastapi
+    import httpx
+    import pydantic
+    import sqlalchemy
+    import starlette
+
+    return {"python": platform.python_version(), "fastapi": fastapi.__version__, "starlette": starlette.__version__,
+            "sqlalchemy": sqlalchemy.__version__, "pydantic": pydantic.VERSION, "httpx": httpx.__version__}
 
 
 # -- one tool call --------------------------------------------------------------------------------------

@@ -21,6 +21,11 @@ what the job left loaded (an AWM episode's database) for the session's next job,
 fork. Sessions are bounded the same way (at most the pool's size live, least recently used ended first) and end with
 `Worker.end` (the episode closed), with their zygote, or when the zygote replaces one (zygote.py says when).
 
+A worker may run another Python than this one (`Interpreter`: AWM's scenarios run under AWM's own library versions,
+`importers.awm_runtime`): the same zygote file, started the same way under the same containment and limits, with the
+interpreter's folders visible read-only and, on its path, a folder holding only the `mcpworld` package (the harness
+imports the standard library only), never this Python's site-packages.
+
 Limits (defaults in `Limits`): CPU seconds per job, wall-clock seconds per job, address space (memory) for
 every process, the largest file a job may write, open files. Network: none under bubblewrap or unshare
 (a fresh network namespace); with neither available the environment is scrubbed (no proxies, no keys)
@@ -63,6 +68,17 @@ class Limits:
     open_files: int = 64
     processes: int = 256  # the whole worker tree (threads count too): a pids cgroup where writable
     result_mb: int = 32  # a larger result is refused with a clear error (never buffered, never retried)
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    """A Python other than this one for a worker (an imported dataset's own library versions). `sys_path` replaces
+    mcpworld's source root on the worker's path (a folder holding only the `mcpworld` package, so no site-packages
+    of ours shadows the interpreter's own libraries); `binds` are the folders it needs visible in the sandbox."""
+
+    python: str
+    sys_path: tuple[str, ...]
+    binds: tuple[str, ...]
 
 
 @dataclass
@@ -137,6 +153,7 @@ class Worker:
     paths: tuple[str, ...] = ()  # extra sys.path entries
     binds: tuple[str, ...] = ()  # extra directories visible (read-only) inside the sandbox
     warm: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()  # entries the zygote runs once at start
+    interpreter: Interpreter | None = None  # None: this Python, with mcpworld's source root on its path
     _proc: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
     _contained: contain.Contained | None = field(default=None, init=False, repr=False)
     _buffer: bytearray = field(default_factory=bytearray, init=False, repr=False)
@@ -145,11 +162,13 @@ class Worker:
     starts: int = field(default=0, init=False)
 
     def _command(self) -> list[str]:
-        config = {"sys_path": [str(SOURCE_ROOT), *self.paths], "preload": list(self.preload),
+        own = self.interpreter
+        config = {"sys_path": [*(own.sys_path if own else (str(SOURCE_ROOT),)), *self.paths],
+                  "preload": list(self.preload),
                   "warm": [[entry, dict(kwargs)] for entry, kwargs in self.warm],
                   "memory_mb": self.limits.memory_mb, "file_mb": self.limits.file_mb,
                   "open_files": self.limits.open_files, "result_mb": self.limits.result_mb, "sessions": POOL.size}
-        python = [sys.executable, "-I", str(ZYGOTE), json.dumps(config)]
+        python = [own.python if own else sys.executable, "-I", str(ZYGOTE), json.dumps(config)]
         if sandbox_kind() == "unshare":
             return ["unshare", "-rn", "--pid", "--fork", "--kill-child", *python]
         return python
@@ -165,7 +184,8 @@ class Worker:
         # a zygote started from a pool thread died with that thread (a thousand-world server restarted zygotes
         # that were still in use, once per finished request thread).
         self._contained = _SPAWNER.submit(lambda: contain.Contained(
-            command, contain=kind == "bwrap", env=_clean_env(), cwd="/", ro=self.binds, host_root=False,
+            command, contain=kind == "bwrap", env=_clean_env(), cwd="/",
+            ro=(*self.binds, *(self.interpreter.binds if self.interpreter else ())), host_root=False,
             max_procs=self.limits.processes, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE)).result()
         proc = self._contained.proc
@@ -417,11 +437,11 @@ Warm = tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]
 
 
 def shared_worker(limits: Limits | None = None, preload: tuple[str, ...] = ("json",), paths: tuple[str, ...] = (),
-                  binds: tuple[str, ...] = (), warm: Warm = ()) -> Worker:
+                  binds: tuple[str, ...] = (), warm: Warm = (), interpreter: Interpreter | None = None) -> Worker:
     """One worker per configuration per process: tool proxies and checks reuse a warm zygote."""
-    key = (limits or Limits(), preload, paths, binds, warm)
+    key = (limits or Limits(), preload, paths, binds, warm, interpreter)
     with _shared_lock:
         worker = _shared.get(key)
         if worker is None:
-            worker = _shared[key] = Worker(key[0], preload, paths, binds, warm)
+            worker = _shared[key] = Worker(key[0], preload, paths, binds, warm, interpreter)
         return worker
