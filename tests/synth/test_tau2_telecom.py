@@ -151,6 +151,19 @@ def test_gold_passes_and_a_noop_fails_every_base_task(runtime: WorldRuntime) -> 
         assert not runtime.judge.play(task["id"], None, calls=[]).passed, task["id"]
 
 
+def test_the_audit_plays_the_users_calls_and_no_wrong_policy_passes(runtime: WorldRuntime) -> None:
+    """The audit's references and attacks keep each call's side (the user's calls stay the user's): every
+    reference passes `strict` and no wrong policy does, on a phone-fixing task and on one that ends in a
+    transfer."""
+    from mcpworld.worlds.audit import audit
+
+    tasks = base_tasks()
+    chosen = [tasks[0]["id"], next(t["id"] for t in tasks if "ACTION" in t["evaluation_criteria"]["reward_basis"])]
+    report = audit(runtime, chosen)
+    assert report.ok, [f"{f.task}: {f.policy}: {f.detail}" for f in report.failures]
+    assert "noop" not in report.tau2  # telecom's assertions fail a no-op on every task
+
+
 def test_the_agent_cannot_call_the_users_tools_nor_the_user_the_agents(runtime: WorldRuntime) -> None:
     task = base_tasks()[0]
     episode = runtime.fork(task["id"])

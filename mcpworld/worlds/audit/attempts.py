@@ -98,7 +98,7 @@ def play(ctx: TaskContext, attempt: Attempt) -> Outcome | None:
     label = attempt.label
     answer: str | None = None
     try:
-        results = [runtime.call(episode, c.name, c.arguments) for c in attempt.calls]
+        results = [runtime.call(episode, c.name, c.arguments, c.role) for c in attempt.calls]
         if attempt.edit is not None:
             label = f"{label}: {attempt.edit(episode)}" if label else attempt.edit(episode)
         if attempt.must_differ:
