@@ -80,8 +80,8 @@ def _reference(ctx: TaskContext) -> Iterator[Attempt]:
     yield Attempt("reference solution", _solution(ctx), ctx.task.answer)
     tail = _solution(ctx)[len(ctx.task.solution):]
     for i, alt in enumerate(ctx.task.alternatives):
-        yield Attempt(f"alternative {i + 1}", [*(ToolCall(name=c.name, arguments=dict(c.arguments), role=c.role) for c in alt),
-                                               *tail], ctx.task.answer)
+        calls = [ToolCall(name=c.name, arguments=dict(c.arguments), role=c.role) for c in alt]
+        yield Attempt(f"alternative {i + 1}", [*calls, *tail], ctx.task.answer)
 
 
 def _accepted_forms(ctx: TaskContext) -> Iterator[Attempt]:
