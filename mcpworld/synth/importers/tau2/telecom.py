@@ -52,8 +52,9 @@ from mcpworld.synth.importers.tau2.telecom_models import (
     TelecomUserDB,
     UserSurroundings,
     VpnDetails,
-    lenient,
+    load,
     plain,
+    stored,
 )
 from mcpworld.worlds.world import KeptError
 
@@ -96,20 +97,19 @@ class State:
             tree[table] = []
             for key, data in rows:
                 self._texts[(table, key)] = data
-                tree[table].append(json.loads(data))
-        self.db = TelecomDB.model_construct(**{t: [lenient(MODELS[t], r) for r in rows] for t, rows in tree.items()})
+                tree[table].append(load(MODELS[table], data))
+        self.db = TelecomDB.model_construct(**tree)
         phone = {k: d for k, d in conn.exec_driver_sql(f'SELECT key, data FROM "{PHONE}"').fetchall()}
         for key, data in phone.items():
             self._texts[(PHONE, key)] = data
-        self.user = TelecomUserDB.model_construct(device=lenient(MockPhoneAttributes, json.loads(phone["device"])),
-                                                  surroundings=lenient(UserSurroundings,
-                                                                       json.loads(phone["surroundings"])))
+        self.user = TelecomUserDB.model_construct(device=load(MockPhoneAttributes, phone["device"]),
+                                                  surroundings=load(UserSurroundings, phone["surroundings"]))
         self.quirks: dict[str, Any] = json.loads(phone.get("quirks") or "{}")
 
     def records(self) -> dict[tuple[str, str], str]:
-        out = {(table, str(i)): dumps(plain(m)) for table in TABLES for i, m in enumerate(getattr(self.db, table))}
-        out[(PHONE, "device")] = dumps(plain(self.user.device))
-        out[(PHONE, "surroundings")] = dumps(plain(self.user.surroundings))
+        out = {(table, str(i)): stored(m) for table in TABLES for i, m in enumerate(getattr(self.db, table))}
+        out[(PHONE, "device")] = stored(self.user.device)
+        out[(PHONE, "surroundings")] = stored(self.user.surroundings)
         out[(PHONE, "quirks")] = dumps(self.quirks)
         return out
 
@@ -139,17 +139,19 @@ def initial_tables(db_text: dict[str, Any], user_text: dict[str, Any]) -> dict[s
     """τ²'s two database files (parsed) as the package's tables: `[[key, record], ...]` in τ²'s order."""
     db = TelecomDB.model_validate(db_text)
     user = TelecomUserDB.model_validate(user_text)
-    tables: dict[str, list[list[Any]]] = {t: [[str(i), plain(m)] for i, m in enumerate(getattr(db, t))]
+    tables: dict[str, list[list[Any]]] = {t: [[str(i), json.loads(stored(m))] for i, m in enumerate(getattr(db, t))]
                                           for t in TABLES}
-    tables[PHONE] = [["device", plain(user.device)], ["surroundings", plain(user.surroundings)], ["quirks", {}]]
+    tables[PHONE] = [["device", json.loads(stored(user.device))],
+                     ["surroundings", json.loads(stored(user.surroundings))], ["quirks", {}]]
     return tables
 
 
 def dump_tree(conn: Any) -> dict[str, Any]:
     """Both databases as τ² dumps them (what its `get_db_hash` and `get_user_db_hash` hash)."""
-    agent = {t: [json.loads(d) for (d,) in conn.execute(f'SELECT data FROM "{t}" ORDER BY pos')] for t in TABLES}
-    phone = {k: json.loads(d) for k, d in conn.execute(f'SELECT key, data FROM "{PHONE}"')}
-    return {"agent": agent, "user": {"device": phone["device"], "surroundings": phone["surroundings"]}}
+    state = State(raw(conn))
+    agent = {t: [plain(m) for m in getattr(state.db, t)] for t in TABLES}
+    return {"agent": agent, "user": {"device": plain(state.user.device),
+                                     "surroundings": plain(state.user.surroundings)}}
 
 
 # -- the agent's tools ---------------------------------------------------------------------------------------

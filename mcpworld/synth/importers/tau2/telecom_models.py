@@ -294,12 +294,27 @@ class TelecomUserDB(NoExtra):
     surroundings: UserSurroundings = Field(default_factory=UserSurroundings)
 
 
+def stored(model: BaseModel) -> str:
+    """A model as stored: pydantic's compact JSON (its serializer is the fast path: a call loads and stores every
+    record). What the agent reads is printed from the model again, τ²'s way (`docs.render`), so the stored form
+    never shows. A raw value a call assigned (τ² does not validate assignments) is stored as it is."""
+    return model.model_dump_json(warnings=False)
+
+
 def plain(model: BaseModel) -> Any:
-    """A model as stored: its dump with dates and times as τ² prints them (`str`, via `json.dumps(default=str)`).
-    A raw value a call assigned (τ² does not validate assignments) is dumped as it is, without pydantic's warning."""
+    """A model as τ² dumps it: dates and times as `str` prints them (its `json.dumps(default=str)`)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         return json.loads(json.dumps(model.model_dump(), default=str))
+
+
+def load(model: type[M], text: str) -> M:
+    """A stored record as its model (pydantic's JSON parser: the fast path), or `lenient` when a call stored a raw
+    value in it."""
+    try:
+        return model.model_validate_json(text)
+    except ValidationError:
+        return lenient(model, json.loads(text))
 
 
 def lenient(model: type[M], data: dict[str, Any]) -> M:
