@@ -289,12 +289,14 @@ def synth_import_tau2(path: Path, domains: tuple[str, ...], no_install: bool, ou
     from mcpworld.worlds.loader import load_world
 
     try:
-        done = import_domains(path, list(domains) or None, install=not no_install, out=out)
+        done = import_domains(path, list(domains) or None, install=not no_install, out=out,
+                              say=lambda line: click.echo(line, err=True))
     except (FileNotFoundError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     for item in done:
         note = "" if no_install else "  " + register(load_world(item.path), "tau2-bench", registry).message
-        click.echo(f"ok   {item.name}: {item.tools} tools, {item.tasks} tasks -> {item.path}{note}")
+        user = f" (+{item.user_tools} the user's own)" if item.user_tools else ""
+        click.echo(f"ok   {item.name}: {item.tools} tools{user}, {item.tasks} tasks -> {item.path}{note}")
 
 
 @synth_group.command("arena")

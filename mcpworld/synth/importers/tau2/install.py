@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +15,7 @@ class Imported:
     path: Path
     tools: int
     tasks: int
+    user_tools: int = 0  # the user's own tools (telecom's phone)
 
 
 def find_data(path: Path) -> Path:
@@ -25,8 +27,10 @@ def find_data(path: Path) -> Path:
 
 
 def import_domains(path: Path, domains: list[str] | None = None, *, install: bool = True,
-                   out: Path | None = None) -> list[Imported]:
-    """Write (and with `install`, validate and install) the packages of `domains` (default: all served ones)."""
+                   out: Path | None = None, say: Callable[[str], None] | None = None) -> list[Imported]:
+    """Write (and with `install`, validate and install) the packages of `domains` (default: all served ones);
+    `say` hears which domain is being imported (each plays every task's gold: telecom's 2,285 take a minute or
+    two)."""
     from mcpworld.synth.importers.install import install_package
     from mcpworld.worlds.loader import load_world
 
@@ -36,6 +40,8 @@ def import_domains(path: Path, domains: list[str] | None = None, *, install: boo
         if domain not in DOMAINS:
             raise ValueError(f"τ² domain {domain!r} is not served yet; served: {', '.join(DOMAINS)}")
         name = world_name(domain)
+        if say is not None:
+            say(f"importing {name}: writing the package, playing each task's gold, validating")
         target = (out or Path(".")) / name
         if install:
             from mcpworld.synth.importers.install import staging
@@ -45,5 +51,6 @@ def import_domains(path: Path, domains: list[str] | None = None, *, install: boo
         else:
             package = write_package(data, domain, target)
         world = load_world(package)
-        done.append(Imported(name=name, path=package, tools=len(world.tools), tasks=len(world.tasks)))
+        done.append(Imported(name=name, path=package, tools=len(world.tools), tasks=len(world.tasks),
+                             user_tools=len(world.user_tools)))
     return done
