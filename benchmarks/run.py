@@ -1,7 +1,8 @@
 """Run the benchmarks: `python -m benchmarks.run [--quick] [--only fork,calls,rss,verify,registry,agent,swe,...]`.
 
 Sections: fork, calls, rss, verify, registry, agent, swe, serving, scale (many imported worlds), awm (1,000 AWM
-worlds on one machine: import, start-up, memory, cold and warm calls, episodes/s).
+worlds on one machine: import, start-up, memory, cold and warm calls, episodes/s), tau2 (τ²-bench telecom: import,
+calls on both sides, verdicts; needs τ²'s data).
 Optional, only with --only: cluster (`up --ray` with 1, 2 and 4 actors on a local multi-node Ray cluster).
 
 Prints a table (every figure beside a baseline measured in the same run) and writes benchmarks/results/latest.json.
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from benchmarks.common import Row, print_table
 
-SECTIONS = ["fork", "calls", "rss", "verify", "registry", "agent", "swe", "serving", "scale", "awm"]
+SECTIONS = ["fork", "calls", "rss", "verify", "registry", "agent", "swe", "serving", "scale", "awm", "tau2"]
 OPTIONAL = ["cluster"]  # only when named in --only: `up --ray` on a local Ray cluster (needs the ray extra)
 
 
@@ -74,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
                 from benchmarks import awm_scale
 
                 rows += awm_scale.bench_awm_scale(args.quick)
+            elif section == "tau2":
+                from benchmarks import tau2
+
+                rows += tau2.bench_tau2(args.quick)
     print_table(rows)
     out = Path(__file__).parent / "results" / "latest.json"
     out.parent.mkdir(exist_ok=True)
