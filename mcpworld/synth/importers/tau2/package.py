@@ -2,16 +2,18 @@
 
 PATH is a τ² data folder (`.../tau2-bench/data/tau2`). Each domain becomes a thin package `tau2-<domain>`:
 
-- `tables/<collection>.json`: the domain's database normalised to what τ² prints (`airline_models.py`), as
-  `[[key, record], ...]` in τ²'s order; each collection is one table of `(key, pos, data)` rows;
-- `tasks.json`: τ²'s tasks as τ² wrote them (ids, user scenarios, evaluation criteria); `split.json` its splits;
-- `policy.md`: the agent's policy; `manifest.json`: name, domain, tool definitions (descriptions read from the
-  user's τ² source at import time, `tools.py`);
+- `tables/<collection>.json`: the domain's database normalised by the mirror models (`*_models.py`), as
+  `[[key, record], ...]` in τ²'s order; each collection is one table of `(key, pos, data)` rows (telecom: the
+  agent's lists keyed by position, and `phone`, the user's side);
+- `tasks.json`: τ²'s tasks as τ² wrote them (ids, user scenarios, setup, evaluation criteria); `split.json` its
+  splits;
+- `policy.md`: the agent's policy; `manifest.json`: name, domain, tool definitions and, in telecom, the user's own
+  (descriptions read from the user's τ² source at import time, `tools.py`, `user_tools.py`);
 - `__init__.py`: constant text that calls `load_package`.
 
 Those data files come from the user's τ² folder at import time; none of them is part of this project. The tools
-are our implementation (`airline.py`); a task's reference is its gold actions, and every verdict carries τ²'s own
-reward beside the project's (`evaluate.py`).
+are our implementation (`airline.py`, `retail.py`, `telecom.py`); a task's reference is its gold actions (each on
+its side), and every verdict carries τ²'s own reward beside the project's (`evaluate.py`).
 """
 
 from __future__ import annotations

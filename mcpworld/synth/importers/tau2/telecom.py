@@ -119,7 +119,7 @@ class State:
             old = self._texts.get((table, key))
             if old is None:
                 self.conn.exec_driver_sql(f'INSERT INTO "{table}" (key, pos, data) VALUES (?, ?, ?)',
-                                          (key, int(key) if key.isdigit() else 99, text))
+                                          (key, int(key), text))  # only list elements are new
             elif old != text:
                 self.conn.exec_driver_sql(f'UPDATE "{table}" SET data = ? WHERE key = ?', (text, key))
             self._texts[(table, key)] = text
