@@ -72,7 +72,7 @@ def rescore_one(runtime: WorldRuntime, t: Trajectory) -> Rescored:
     try:
         for step in t.steps:
             for call in step.calls:
-                runtime.call(episode, call.name, call.arguments, call.role)
+                runtime.step(episode, call)
         verdict = runtime.verify(episode, final_answer(t))
     finally:
         episode.close()

@@ -59,6 +59,7 @@ from mcpworld.worlds.users import (
     User,
     UserModel,
     mode_for,
+    viewed_turn,
 )
 from mcpworld.worlds.users import tool_definition as message_user_definition
 from mcpworld.worlds.variation import IDENTITY, View, draw_view
@@ -360,6 +361,10 @@ class WorldRuntime:
             episode.log.append((name, dict(arguments or {}), result))
         return result
 
+    def step(self, episode: Episode, call: ToolCall) -> CallResult:
+        """One step of a solution or a trajectory, on the side that makes it (`ToolCall.role`)."""
+        return self.call(episode, call.name, call.arguments, call.role)
+
     def _call(self, episode: Episode, name: str, arguments: dict[str, Any] | None, role: str) -> CallResult:
         if role == "user":
             spec = self.user_tools.get(name)
@@ -507,10 +512,7 @@ class WorldRuntime:
         view, user = episode.view, task.user
         turns = self._user_scripts.get(task.id, user.turns)
         viewed = User(instructions=view.text(user.instructions), persona=view.text(user.persona),
-                      turns=tuple(view.text(t) if isinstance(t, str) else {
-                          "content": view.text(str(t.get("content") or "")),
-                          "tool_calls": [{"name": c["name"], "arguments": view.value(c.get("arguments") or {})}
-                                         for c in t.get("tool_calls") or []]} for t in turns))
+                      turns=tuple(viewed_turn(t, view.text, view.value) for t in turns))
         guidelines = self.world.user_guidelines or GUIDELINES
         episode.conversation = Conversation(user=viewed, mode=mode, guidelines=guidelines,
                                             messages=[{"role": "assistant", "content": GREETING}])

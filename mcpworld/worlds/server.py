@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -210,8 +211,11 @@ class WorldServer:
         except EpisodeError:
             return None
         result = await self.run_tool(episode, name, arguments)
-        return error_wire(result.error) if result.error is not None else value_wire(
-            result.value, result_text(getattr(self.runtime.tools.get(name), "fn", None)))
+        return error_wire(result.error) if result.error is not None else value_wire(result.value, self._shown(name))
+
+    def _shown(self, tool: str) -> Callable[[Any], str] | None:
+        """How `tool`'s values are written, when it writes them its own way (`result_text`: an AWM import)."""
+        return result_text(getattr(self.runtime.tools.get(tool), "fn", None))
 
     def _declares_handle(self, tool: str) -> bool:
         declared = self.__dict__.get("_handle_declared")
@@ -247,7 +251,7 @@ class WorldServer:
         result = await self.run_tool(episode, params.name, arguments, role)
         if result.error is not None:
             return text_result(result.error, error=True)
-        return value_result(result.value, result_text(getattr(self.runtime.tools.get(params.name), "fn", None)))
+        return value_result(result.value, self._shown(params.name))
 
     async def run_tool(self, episode: Episode, name: str, arguments: dict[str, Any],
                        role: str = "assistant") -> CallResult:

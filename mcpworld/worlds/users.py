@@ -191,6 +191,15 @@ async def user_says(conversation: Conversation, model: UserModel | None, act: Ac
     return text
 
 
+def viewed_turn(turn: Turn, text: Callable[[str], str], value: Callable[[Any], Any]) -> Turn:
+    """A script turn as a seed shows it (`View.text` for what is said, `View.value` for the calls' arguments)."""
+    if isinstance(turn, str):
+        return text(turn)
+    return {"content": text(str(turn.get("content") or "")),
+            "tool_calls": [{"name": c["name"], "arguments": value(c.get("arguments") or {})}
+                           for c in turn.get("tool_calls") or []]}
+
+
 def load_scripts(path: str | os.PathLike[str]) -> dict[str, tuple[Turn, ...]]:
     """Scripted users from a file: `{task id: [turn, ...]}`, or a τ² results file (`{"simulations": [...]}`), whose
     recorded user messages become each task's turns (its first simulation of a task), the user's own tool calls

@@ -163,7 +163,7 @@ def task_problems(runtime: WorldRuntime, task: Task, init: str) -> list[Problem]
     except Exception as exc:
         return [Problem(where, f"{field}: setup", f"{type(exc).__name__}: {exc}")]
     for i, step in enumerate(runtime.solution(task)):
-        result = runtime.call(episode, step.name, step.arguments, step.role)
+        result = runtime.step(episode, step)
         if result.error is not None and (task.kind != "refusal" or i >= len(task.solution)):
             out.append(Problem(where, f"{field}: solution[{i}] ({step.name})", f"failed: {result.error}"))
     verdict = runtime.verify(episode, task.answer)

@@ -70,7 +70,7 @@ class Judge:
             episode = self.runtime.fork(task.id, seed, vary=False)  # judged in seed 0's terms: played on its data
             try:
                 for step in solution:
-                    self.runtime.call(episode, step.name, step.arguments, step.role)
+                    self.runtime.step(episode, step)
                 states.append(canonical(self.runtime.diff(episode), episode.generated,
                                         self.runtime.world.free_fields))
             finally:
@@ -84,7 +84,7 @@ class Judge:
             return made
         episode = self.runtime.fork(task.id, 0)
         try:
-            results = [self.runtime.call(episode, step.name, step.arguments, step.role) for step in task.solution]
+            results = [self.runtime.step(episode, step) for step in task.solution]
             diff = self.runtime.diff(episode)
         finally:
             episode.close()
@@ -191,7 +191,7 @@ class Judge:
         episode = self.runtime.fork(task_id, seed)
         try:
             for step in self.runtime.solution(self.runtime.tasks[task_id]) if calls is None else calls:
-                self.runtime.call(episode, step.name, step.arguments, step.role)
+                self.runtime.step(episode, step)
             return self.verify(episode, answer)
         finally:
             episode.close()

@@ -31,8 +31,13 @@ def _enum(prop: dict[str, Any], defs: dict[str, Any]) -> list[Any] | None:
     return resolve_property(prop, defs).get("enum")
 
 
+def _copied(calls: list[ToolCall]) -> list[ToolCall]:
+    """Calls an attack may edit: each its own arguments, and its side kept."""
+    return [c.model_copy(update={"arguments": dict(c.arguments)}) for c in calls]
+
+
 def _reference_calls(task: Task) -> list[ToolCall]:
-    return [ToolCall(name=c.name, arguments=dict(c.arguments), role=c.role) for c in task.solution]
+    return _copied(task.solution)
 
 
 def _column_matches(param: str, column_ref: str | None) -> bool:
@@ -65,7 +70,7 @@ class Policy:
 
 def _solution(ctx: TaskContext) -> list[ToolCall]:
     """The full reference: the task's calls and its submission."""
-    return [ToolCall(name=c.name, arguments=dict(c.arguments), role=c.role) for c in ctx.runtime.solution(ctx.task)]
+    return _copied(ctx.runtime.solution(ctx.task))
 
 
 def _submitting(ctx: TaskContext, answer: Any) -> list[ToolCall]:
@@ -80,8 +85,7 @@ def _reference(ctx: TaskContext) -> Iterator[Attempt]:
     yield Attempt("reference solution", _solution(ctx), ctx.task.answer)
     tail = _solution(ctx)[len(ctx.task.solution):]
     for i, alt in enumerate(ctx.task.alternatives):
-        calls = [ToolCall(name=c.name, arguments=dict(c.arguments), role=c.role) for c in alt]
-        yield Attempt(f"alternative {i + 1}", [*calls, *tail], ctx.task.answer)
+        yield Attempt(f"alternative {i + 1}", [*_copied(alt), *tail], ctx.task.answer)
 
 
 def _accepted_forms(ctx: TaskContext) -> Iterator[Attempt]:
@@ -193,7 +197,7 @@ def _free_text_abuse(ctx: TaskContext) -> Iterator[Attempt]:
         if foreign is not None:
             variants.append((f"{text} {foreign}", f"another record's {foreign!r}"))
         for value, what in variants:
-            calls = [ToolCall(name=c.name, arguments=dict(c.arguments), role=c.role) for c in ctx.task.solution]
+            calls = _copied(ctx.task.solution)
             calls[i].arguments[arg] = value
             yield Attempt(f"{calls[i].name}#{i} {arg}: {what}", [*calls, *tail], ctx.task.answer, must_differ=True)
 
@@ -249,7 +253,7 @@ def _perturbed_args(ctx: TaskContext) -> Iterator[Attempt]:
         order = given + [a for a in step.arguments if a not in given]
         for arg in order:
             for new in _perturbations(ctx, step.name, arg, step.arguments[arg]):
-                calls = [ToolCall(name=c.name, arguments=dict(c.arguments), role=c.role) for c in solution]
+                calls = _copied(solution)
                 calls[i].arguments[arg] = new
                 where = "user-given " if arg in given else ""
                 yield Attempt(f"{step.name}#{i} {where}{arg}={new!r} (was {step.arguments[arg]!r})",

@@ -75,7 +75,7 @@ class TaskContext:
         for i, solution in enumerate([task.solution, *task.alternatives]):
             episode = runtime.fork(task.id, seed=SEED)
             try:
-                out = [runtime.call(episode, s.name, s.arguments, s.role) for s in solution]
+                out = [runtime.step(episode, s) for s in solution]
                 d = runtime.diff(episode)
                 raw.append(canonical(d, episode.generated, {}))
                 if i == 0:
@@ -98,7 +98,7 @@ def play(ctx: TaskContext, attempt: Attempt) -> Outcome | None:
     label = attempt.label
     answer: str | None = None
     try:
-        results = [runtime.call(episode, c.name, c.arguments, c.role) for c in attempt.calls]
+        results = [runtime.step(episode, c) for c in attempt.calls]
         if attempt.edit is not None:
             label = f"{label}: {attempt.edit(episode)}" if label else attempt.edit(episode)
         if attempt.must_differ:

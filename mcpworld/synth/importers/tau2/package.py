@@ -145,7 +145,7 @@ def play_gold(package: Path) -> dict[str, dict[str, Any]]:
             drop = []
             for i, step in enumerate(task.solution):
                 before = episode.conn.total_changes
-                if runtime.call(episode, step.name, step.arguments, step.role).error is not None \
+                if runtime.step(episode, step).error is not None \
                         and episode.conn.total_changes == before:
                     drop.append(i)
             after = record_texts(episode.conn, changed_records(episode.conn))
